@@ -1,0 +1,78 @@
+"""The environments Arena ships with.
+
+Version history:
+    connect_four-v3, tictactoe-v3, rps-v2: PettingZoo 1.27 classic envs of the same ids.
+    simple_tag-v3: mpe2's predator-prey (3 predators, 1 prey, 2 obstacles, 25 cycles);
+        predators win the match if they tagged the prey at least once.
+"""
+
+from __future__ import annotations
+
+from envs.registry import register_env
+from envs.spec import EnvSpec
+
+register_env(
+    "connect_four-v3",
+    "pettingzoo.classic.connect_four_v3:env",
+    EnvSpec(
+        env_id="connect_four-v3",
+        seats=("player_0", "player_1"),
+        teams=((0,), (1,)),
+        roles=("player", "player"),
+        num_actions=7,
+        obs_shapes=((6, 7, 2), (6, 7, 2)),
+        step_limit=42,
+        description="Connect Four, 6x7, two players alternate dropping pieces.",
+    ),
+    vector_core="envs.connect_four:ConnectFourCore",
+)
+
+register_env(
+    "tictactoe-v3",
+    "pettingzoo.classic.tictactoe_v3:env",
+    EnvSpec(
+        env_id="tictactoe-v3",
+        seats=("player_1", "player_2"),
+        teams=((0,), (1,)),
+        roles=("player", "player"),
+        num_actions=9,
+        obs_shapes=((3, 3, 2), (3, 3, 2)),
+        step_limit=9,
+        description="Tic-Tac-Toe, 3x3.",
+    ),
+    vector_core="envs.tictactoe:TicTacToeCore",
+)
+
+register_env(
+    "rps-v2",
+    "pettingzoo.classic.rps_v2:env",
+    EnvSpec(
+        env_id="rps-v2",
+        seats=("player_0", "player_1"),
+        teams=((0,), (1,)),
+        roles=("player", "player"),
+        num_actions=3,
+        obs_shapes=((), ()),
+        step_limit=2 * 15,
+        kwargs={"num_actions": 3, "max_cycles": 15},
+        description="Rock-paper-scissors, 15 simultaneous rounds; observation = opponent's last move.",
+    ),
+)
+
+register_env(
+    "simple_tag-v3",
+    "mpe2.simple_tag_v3:parallel_env",
+    EnvSpec(
+        env_id="simple_tag-v3",
+        seats=("adversary_0", "adversary_1", "adversary_2", "agent_0"),
+        teams=((0, 1, 2), (3,)),
+        roles=("predator", "prey"),
+        num_actions=5,
+        obs_shapes=((16,), (16,), (16,), (14,)),
+        api="parallel",
+        outcome="first_team_if_positive",
+        step_limit=4 * 25,
+        kwargs={"num_good": 1, "num_adversaries": 3, "num_obstacles": 2, "max_cycles": 25},
+        description="MPE predator-prey: 3 predators chase 1 prey for 25 steps.",
+    ),
+)
