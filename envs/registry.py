@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 import gymnasium
 import numpy as np
+import pettingzoo
 
 from envs.errors import UnknownEnv
 from envs.spec import EnvSpec
@@ -75,6 +77,11 @@ def register_env(
 
     Returns:
         The registered spec.
+
+    Raises:
+        ValueError: A malformed id or entry point, or (when inferring the spec) an env
+            whose seats do not share one discrete action space.
+        TypeError: The entry point does not build a PettingZoo AEC or parallel env.
     """
     if not ENV_ID.match(env_id):
         raise ValueError(f"env id {env_id!r} must look like 'name-v<version>', e.g. 'my_game-v0'")
@@ -89,19 +96,39 @@ def register_env(
 def infer_spec(env_id: str, entry_point: str, kwargs: dict) -> EnvSpec:
     """Build a default spec by instantiating the env once."""
     env = load_object(entry_point)(**kwargs)
-    agents = tuple(env.possible_agents)
-    first = agents[0]
-    act_space = env.action_space(first)
-    if not isinstance(act_space, gymnasium.spaces.Discrete):
-        raise ValueError(f"{env_id}: only discrete action spaces are supported, got {act_space}")
-    shapes = []
-    for agent in agents:
-        space = env.observation_space(agent)
-        if isinstance(space, gymnasium.spaces.Dict):
-            space = space["observation"]
-        shapes.append(tuple(space.shape or ()))
-    api = "parallel" if hasattr(env, "action_spaces") and not hasattr(env, "agent_selection") else "aec"
-    env.close()
+    # isinstance, not duck typing: a wrapped AEC env has no ``agent_selection``
+    # before reset, so probing attributes misread every wrapped AEC env as parallel.
+    if isinstance(env, pettingzoo.ParallelEnv):
+        api = "parallel"
+    elif isinstance(env, pettingzoo.AECEnv):
+        api = "aec"
+    else:
+        raise TypeError(
+            f"{env_id}: {entry_point} returned {type(env).__name__}, "
+            "not a PettingZoo AECEnv or ParallelEnv"
+        )
+    try:
+        agents = tuple(env.possible_agents)
+        act_space = env.action_space(agents[0])
+        if not isinstance(act_space, gymnasium.spaces.Discrete):
+            # ValueError: the space follows from constructor kwargs (continuous_actions=True).
+            raise ValueError(  # noqa: TRY004
+                f"{env_id}: only discrete action spaces are supported, got {act_space}"
+            )
+        sizes = {getattr(env.action_space(agent), "n", None) for agent in agents}
+        if len(sizes) != 1:
+            raise ValueError(
+                f"{env_id}: every seat must have the same Discrete action space; "
+                "pass an explicit spec for games with per-seat action spaces"
+            )
+        shapes = []
+        for agent in agents:
+            space = env.observation_space(agent)
+            if isinstance(space, gymnasium.spaces.Dict):
+                space = space["observation"]
+            shapes.append(tuple(space.shape or ()))
+    finally:
+        env.close()
     return EnvSpec(
         env_id=env_id,
         seats=agents,

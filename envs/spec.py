@@ -59,8 +59,28 @@ class EnvSpec:
         if len(self.obs_shapes) != len(self.seats):
             raise ValueError(f"{self.env_id}: one observation shape per seat is required")
         covered = sorted(s for team in self.teams for s in team)
-        if covered != list(range(len(self.seats))):
-            raise ValueError(f"{self.env_id}: teams must partition the seats exactly once")
+        if covered != list(range(len(self.seats))) or not all(self.teams):
+            raise ValueError(
+                f"{self.env_id}: teams must partition the seats: every seat index "
+                f"0..{len(self.seats) - 1} in exactly one non-empty team, got {self.teams}"
+            )
+        for team in self.teams:
+            if len({tuple(self.obs_shapes[s]) for s in team}) != 1:
+                raise ValueError(
+                    f"{self.env_id}: seats of one team must share an observation shape, "
+                    f"team {team} has {[self.obs_shapes[s] for s in team]}"
+                )
+        if self.api not in ("aec", "parallel"):
+            raise ValueError(f"{self.env_id}: api must be 'aec' or 'parallel', got {self.api!r}")
+        if self.outcome not in ("higher_score", "first_team_if_positive"):
+            raise ValueError(
+                f"{self.env_id}: outcome must be 'higher_score' or 'first_team_if_positive', "
+                f"got {self.outcome!r}"
+            )
+        if self.outcome == "first_team_if_positive" and len(self.teams) != 2:
+            raise ValueError(
+                f"{self.env_id}: outcome 'first_team_if_positive' needs exactly 2 teams"
+            )
 
     def team_obs_shape(self, team: int) -> tuple[int, ...]:
         """Observation shape of the seats of ``team``."""

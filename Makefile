@@ -1,0 +1,43 @@
+# Arena: `make run` sets everything up and starts the main job; `make test` runs the suite.
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.installed
+DEVSTAMP := $(VENV)/.installed-dev
+
+.PHONY: run test install dev bench lint clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PIP) install -q -e .
+	touch $@
+
+$(DEVSTAMP): $(STAMP)
+	$(PIP) install -q -e ".[dev]"
+	touch $@
+
+install: $(STAMP)
+
+dev: $(DEVSTAMP)
+
+## run: install, then play a live terminal ladder of the built-in agents.
+run: $(STAMP)
+	$(VENV)/bin/arena demo
+
+## test: install dev dependencies and run the whole suite (slow, ray, postgres included).
+test: $(DEVSTAMP)
+	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/engine.py
+	$(PY) benchmarks/engine.py --env simple_tag-v3
+
+lint: $(DEVSTAMP)
+	$(VENV)/bin/ruff check arena agents envs league tests benchmarks
+
+clean:
+	rm -rf $(VENV) .arena .pytest_cache
