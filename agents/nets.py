@@ -19,10 +19,12 @@ State-dict keys are part of the checkpoint format: ``trunk.<i>`` / ``head`` for 
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -43,7 +45,7 @@ class MLPNet(nn.Module):
     def __init__(self, in_features: int, hidden: list[int], activation: str, num_actions: int):
         super().__init__()
         sizes = [in_features, *hidden]
-        self.trunk = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.trunk = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(sizes))
         self.head = nn.Linear(sizes[-1], num_actions)
         self._act = _ACTIVATIONS[activation]
 
@@ -73,7 +75,7 @@ class CNNNet(nn.Module):
         height, width, c_in = obs_shape
         sizes = [c_in, *channels]
         self.convs = nn.ModuleList(
-            nn.Conv2d(a, b, kernel, padding=kernel // 2) for a, b in zip(sizes[:-1], sizes[1:])
+            nn.Conv2d(a, b, kernel, padding=kernel // 2) for a, b in itertools.pairwise(sizes)
         )
         self.fc = nn.Linear(height * width * channels[-1], hidden)
         self.head = nn.Linear(hidden, num_actions)
@@ -157,7 +159,7 @@ def _resolve_mlp(hparams: dict, obs_shape: tuple[int, ...]) -> dict:
 
 def _count_mlp(hp: dict, obs_shape: tuple[int, ...], num_actions: int) -> int:
     sizes = [math.prod(obs_shape), *hp["hidden"], num_actions]
-    return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+    return sum(a * b + b for a, b in itertools.pairwise(sizes))
 
 
 def _build_mlp(hp: dict, obs_shape: tuple[int, ...], num_actions: int) -> nn.Module:
@@ -185,13 +187,15 @@ def _resolve_cnn(hparams: dict, obs_shape: tuple[int, ...]) -> dict:
 def _count_cnn(hp: dict, obs_shape: tuple[int, ...], num_actions: int) -> int:
     height, width, c_in = obs_shape
     sizes = [c_in, *hp["channels"]]
-    convs = sum(a * b * hp["kernel"] ** 2 + b for a, b in zip(sizes[:-1], sizes[1:]))
+    convs = sum(a * b * hp["kernel"] ** 2 + b for a, b in itertools.pairwise(sizes))
     fc = height * width * sizes[-1] * hp["hidden"] + hp["hidden"]
     return convs + fc + hp["hidden"] * num_actions + num_actions
 
 
 def _build_cnn(hp: dict, obs_shape: tuple[int, ...], num_actions: int) -> nn.Module:
-    return CNNNet(obs_shape, hp["channels"], hp["kernel"], hp["hidden"], hp["activation"], num_actions)
+    return CNNNet(
+        obs_shape, hp["channels"], hp["kernel"], hp["hidden"], hp["activation"], num_actions
+    )
 
 
 MLP_DEFAULTS: Mapping[str, Any] = MappingProxyType({"hidden": (256, 256), "activation": "relu"})
@@ -201,10 +205,22 @@ CNN_DEFAULTS: Mapping[str, Any] = MappingProxyType(
 
 ARCHS: Mapping[str, Arch] = MappingProxyType(
     {
-        "mlp": Arch("mlp", "multi-layer perceptron on the flattened observation",
-                    MLP_DEFAULTS, _resolve_mlp, _count_mlp, _build_mlp),
-        "cnn": Arch("cnn", "conv net for (H, W, C) board observations",
-                    CNN_DEFAULTS, _resolve_cnn, _count_cnn, _build_cnn),
+        "mlp": Arch(
+            "mlp",
+            "multi-layer perceptron on the flattened observation",
+            MLP_DEFAULTS,
+            _resolve_mlp,
+            _count_mlp,
+            _build_mlp,
+        ),
+        "cnn": Arch(
+            "cnn",
+            "conv net for (H, W, C) board observations",
+            CNN_DEFAULTS,
+            _resolve_cnn,
+            _count_cnn,
+            _build_cnn,
+        ),
     }
 )
 """Read-only registry of architectures by name."""
@@ -230,8 +246,9 @@ def _check_io(obs_shape: Any, num_actions: Any) -> tuple[int, ...]:
     return tuple(obs_shape)
 
 
-def resolve_hparams(arch: str, hparams: Mapping[str, Any] | None, obs_shape: tuple[int, ...],
-                    num_actions: int) -> dict:
+def resolve_hparams(
+    arch: str, hparams: Mapping[str, Any] | None, obs_shape: tuple[int, ...], num_actions: int
+) -> dict:
     """Validate hyper-parameters strictly and fill in defaults.
 
     Args:
@@ -259,15 +276,17 @@ def resolve_hparams(arch: str, hparams: Mapping[str, Any] | None, obs_shape: tup
     return hp
 
 
-def count_parameters(arch: str, hparams: Mapping[str, Any] | None, obs_shape: tuple[int, ...],
-                     num_actions: int) -> int:
+def count_parameters(
+    arch: str, hparams: Mapping[str, Any] | None, obs_shape: tuple[int, ...], num_actions: int
+) -> int:
     """Exact parameter count of ``build_net(...)``, without allocating it."""
     hp = resolve_hparams(arch, hparams, obs_shape, num_actions)
     return get_arch(arch).count_parameters(hp, tuple(obs_shape), num_actions)
 
 
-def build_net(arch: str, hparams: Mapping[str, Any] | None, obs_shape: tuple[int, ...],
-              num_actions: int) -> nn.Module:
+def build_net(
+    arch: str, hparams: Mapping[str, Any] | None, obs_shape: tuple[int, ...], num_actions: int
+) -> nn.Module:
     """Build a fresh (randomly initialized) network.
 
     Build under ``with torch.device("meta"):`` to get the expected state-dict shapes

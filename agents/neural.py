@@ -26,7 +26,8 @@ import hashlib
 import logging
 import math
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -47,7 +48,6 @@ from agents.nets import build_net
 from agents.policy import MatchRng
 
 log = logging.getLogger(__name__)
-
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -80,23 +80,37 @@ class NeuralPolicy:
         spec: The checkpoint spec (env, role, arch, hparams, ...).
     """
 
-    def __init__(self, checkpoint: LoadedCheckpoint, device: str | torch.device = "cpu",
-                 temperature: float = 1.0) -> None:
-        if not (isinstance(temperature, (int, float)) and math.isfinite(temperature)
-                and temperature >= 0):
+    def __init__(
+        self,
+        checkpoint: LoadedCheckpoint,
+        device: str | torch.device = "cpu",
+        temperature: float = 1.0,
+    ) -> None:
+        if not (
+            isinstance(temperature, (int, float))
+            and math.isfinite(temperature)
+            and temperature >= 0
+        ):
             raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
         self.spec: CheckpointSpec = checkpoint.spec
         self.weights_hash: str | None = checkpoint.sha256
         self.agent_id: str = f"{self.spec.arch}-{checkpoint.sha256[:16]}"
         self.temperature = float(temperature)
         self.device = resolve_device(device)
-        net = build_net(self.spec.arch, self.spec.hparams, self.spec.obs_shape, self.spec.num_actions)
+        net = build_net(
+            self.spec.arch, self.spec.hparams, self.spec.obs_shape, self.spec.num_actions
+        )
         net.load_state_dict(checkpoint.state_dict, strict=True)
         self._net = net.to(self.device).eval().requires_grad_(False)
 
     @classmethod
-    def from_module(cls, module: nn.Module, spec: CheckpointSpec | Mapping[str, Any],
-                    device: str | torch.device = "cpu", temperature: float = 1.0) -> "NeuralPolicy":
+    def from_module(
+        cls,
+        module: nn.Module,
+        spec: CheckpointSpec | Mapping[str, Any],
+        device: str | torch.device = "cpu",
+        temperature: float = 1.0,
+    ) -> NeuralPolicy:
         """Snapshot a live (training) module: weights are COPIED, never aliased.
 
         Non-finite weights are allowed here (a diverged learner must still be playable
@@ -107,12 +121,17 @@ class NeuralPolicy:
         state_dict = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
         check_state_dict(spec, state_dict, require_finite=False)
         sha = hashlib.sha256(serialize_weights(state_dict)).hexdigest()
-        return cls(LoadedCheckpoint(spec=spec, state_dict=state_dict, sha256=sha),
-                   device=device, temperature=temperature)
+        return cls(
+            LoadedCheckpoint(spec=spec, state_dict=state_dict, sha256=sha),
+            device=device,
+            temperature=temperature,
+        )
 
     def __repr__(self) -> str:
-        return (f"NeuralPolicy({self.agent_id!r}, env={self.spec.env!r}, role={self.spec.role!r}, "
-                f"device={str(self.device)!r}, temperature={self.temperature})")
+        return (
+            f"NeuralPolicy({self.agent_id!r}, env={self.spec.env!r}, role={self.spec.role!r}, "
+            f"device={str(self.device)!r}, temperature={self.temperature})"
+        )
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Raw float64 logits ``(k, num_actions)`` of one batched forward pass."""
@@ -162,20 +181,31 @@ class NeuralPolicy:
         return actions
 
 
-def policy_from_file(path: str | os.PathLike, device: str | torch.device = "cpu",
-                     temperature: float = 1.0, *, max_bytes: int = DEFAULT_MAX_BYTES) -> NeuralPolicy:
+def policy_from_file(
+    path: str | os.PathLike,
+    device: str | torch.device = "cpu",
+    temperature: float = 1.0,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> NeuralPolicy:
     """Load and validate ``<stem>.safetensors`` + ``<stem>.json`` into a NeuralPolicy.
 
     Raises:
         InvalidSubmission: The checkpoint fails validation.
     """
-    return NeuralPolicy(load_checkpoint(path, max_bytes=max_bytes), device=device,
-                        temperature=temperature)
+    return NeuralPolicy(
+        load_checkpoint(path, max_bytes=max_bytes), device=device, temperature=temperature
+    )
 
 
-def random_init_checkpoint(env_id: str, arch: str, hparams: Mapping[str, Any] | None = None,
-                           seed: int = 0, role: str | None = None, name: str | None = None,
-                           ) -> tuple[dict[str, torch.Tensor], CheckpointSpec]:
+def random_init_checkpoint(
+    env_id: str,
+    arch: str,
+    hparams: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    role: str | None = None,
+    name: str | None = None,
+) -> tuple[dict[str, torch.Tensor], CheckpointSpec]:
     """Weights of a freshly initialized network, deterministic in ``seed``.
 
     The global torch RNG is left untouched (initialization runs in a forked RNG).
@@ -198,9 +228,15 @@ def random_init_checkpoint(env_id: str, arch: str, hparams: Mapping[str, Any] | 
     return {k: v.detach().clone() for k, v in net.state_dict().items()}, spec
 
 
-def write_checkpoint(path: str | os.PathLike, env_id: str, arch: str,
-                     hparams: Mapping[str, Any] | None = None, seed: int = 0,
-                     role: str | None = None, name: str | None = None) -> LoadedCheckpoint:
+def write_checkpoint(
+    path: str | os.PathLike,
+    env_id: str,
+    arch: str,
+    hparams: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    role: str | None = None,
+    name: str | None = None,
+) -> LoadedCheckpoint:
     """Create a randomly initialized agent on disk (``arena agent init``) and read it back.
 
     Returns:

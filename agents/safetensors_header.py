@@ -85,8 +85,11 @@ def _entry(name: Any, info: Any, data_len: int) -> TensorEntry:
             f"tensor {name!r} has dtype {dtype!r}; allowed: {', '.join(DTYPE_SIZES)} "
             "(checkpoints hold float32 weights)"
         )
-    if (not isinstance(shape, list) or len(shape) > MAX_NDIM
-            or not all(_int(d) and d >= 0 for d in shape)):
+    if (
+        not isinstance(shape, list)
+        or len(shape) > MAX_NDIM
+        or not all(_int(d) and d >= 0 for d in shape)
+    ):
         raise InvalidSubmission(
             f"malformed safetensors header: tensor {name!r} shape {shape!r} must be a list of "
             f"at most {MAX_NDIM} non-negative integers"
@@ -134,7 +137,9 @@ def _check_layout(entries: list[TensorEntry], data_len: int) -> None:
 def _read_header(data: bytes) -> tuple[dict, int]:
     """The parsed header object and the offset where the data buffer starts."""
     if len(data) < 8:
-        raise InvalidSubmission(f"{_NOT_SAFETENSORS}: only {len(data)} bytes{_sniff(data)}; {_EXPORT_HINT}")
+        raise InvalidSubmission(
+            f"{_NOT_SAFETENSORS}: only {len(data)} bytes{_sniff(data)}; {_EXPORT_HINT}"
+        )
     n = int.from_bytes(data[:8], "little")
     if n < 2 or n > MAX_HEADER_BYTES or 8 + n > len(data):
         raise InvalidSubmission(
@@ -142,7 +147,7 @@ def _read_header(data: bytes) -> tuple[dict, int]:
             f"file (limit {MAX_HEADER_BYTES}){_sniff(data)}; {_EXPORT_HINT}"
         )
     try:
-        header = strict_json(bytes(data[8:8 + n]).decode("utf-8"))
+        header = strict_json(bytes(data[8 : 8 + n]).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise InvalidSubmission(
             f"{_NOT_SAFETENSORS}: header is not valid JSON ({e}){_sniff(data)}; {_EXPORT_HINT}"
@@ -171,9 +176,13 @@ def parse_header(data: bytes) -> list[TensorEntry]:
     if not isinstance(metadata, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
     ):
-        raise InvalidSubmission("malformed safetensors header: __metadata__ must map strings to strings")
+        raise InvalidSubmission(
+            "malformed safetensors header: __metadata__ must map strings to strings"
+        )
     if len(header) > MAX_TENSORS:
-        raise InvalidSubmission(f"safetensors file declares {len(header)} tensors, more than {MAX_TENSORS}")
+        raise InvalidSubmission(
+            f"safetensors file declares {len(header)} tensors, more than {MAX_TENSORS}"
+        )
     entries = [_entry(name, info, data_len) for name, info in header.items()]
     _check_layout(entries, data_len)
     return sorted(entries, key=lambda e: e.begin)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import numpy as np
@@ -97,10 +98,10 @@ def run_naive_parallel(spec: EnvSpec, nets, seconds: float, device: str, random_
     return done / (time.perf_counter() - start)
 
 
-def run_engine(spec: EnvSpec, policies, matches: int, batch: int) -> float:
+def run_engine(spec: EnvSpec, policies, matches: int, batch: int, env_workers: int = 0) -> float:
     by_id = {p.agent_id: p for p in policies}
     jobs = plan_matches([p.agent_id for p in policies], spec, matches, seed=1)
-    with MatchEngine() as engine:
+    with MatchEngine(env_workers=env_workers) as engine:
         engine.play(spec.env_id, jobs[:batch], by_id)  # warm-up: builds envs, loads kernels
         start = time.perf_counter()
         for lo in range(0, matches, batch):
@@ -115,6 +116,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="time for each baseline")
     parser.add_argument("--matches", type=int, default=0, help="engine matches (default by env)")
     parser.add_argument("--batch", type=int, default=0, help="engine batch size (default by env)")
+    parser.add_argument("--env-workers", type=int, default=0,
+                        help="generic envs: env worker processes (default: one per core)")
     args = parser.parse_args()
     spec = get_spec(args.env)
     generic = spec.api == "parallel" or spec.env_id not in ("connect_four-v3", "tictactoe-v3")
@@ -123,11 +126,18 @@ def main() -> None:
     nets, policies = make_agents(spec, args.device)
     naive = run_naive_parallel if spec.api == "parallel" else run_naive_aec
     engine_mps = run_engine(spec, policies, matches, batch)
+    rows_extra = []
+    if generic:
+        workers = args.env_workers or os.cpu_count() or 1
+        inline_mps = engine_mps
+        engine_mps = run_engine(spec, policies, matches, batch, env_workers=workers)
+        rows_extra = [(f"arena engine, envs in this process", inline_mps),
+                      (f"arena engine, envs in {workers} worker processes", engine_mps)]
     naive_mps = naive(spec, nets, args.seconds, args.device, random_play=False)
     random_mps = naive(spec, nets, args.seconds, args.device, random_play=True)
     rows = [("naive loop (1 env, 1 forward/move)", naive_mps),
             ("PettingZoo random play (no policy)", random_mps),
-            (f"arena engine (batch {batch}, {args.device})", engine_mps)]
+            *(rows_extra or [(f"arena engine (batch {batch}, {args.device})", engine_mps)])]
     print(f"{'method':<44}{'matches/s':>12}")
     for name, mps in rows:
         print(f"{name:<44}{mps:>12,.1f}")
@@ -138,6 +148,7 @@ def main() -> None:
         "pettingzoo_random_mps": round(random_mps, 1),
         "engine_mps": round(engine_mps, 1),
         "ratio_vs_naive": round(engine_mps / naive_mps, 1),
+        **({"engine_inline_mps": round(rows_extra[0][1], 1)} if rows_extra else {}),
     }))
 
 

@@ -13,8 +13,8 @@ from arena.engine.board import play_board_matches
 from arena.engine.generic import play_generic_matches
 from arena.engine.guard import PolicyCaller
 from arena.engine.records import MatchJob, MatchRecord, Termination
-from envs.adapters import direct
-from envs.registry import get_spec, make_env, make_vector_core
+from arena.engine.envpool import InlineEnvs, ProcessEnvs
+from envs.registry import get_spec, make_vector_core
 from envs.errors import UnknownAgent
 
 __all__ = ["MatchEngine", "MatchJob", "MatchRecord", "Termination", "play_matches"]
@@ -33,12 +33,19 @@ class MatchEngine:
         time_budget_s: Wall-clock budget of one batched ``act`` call; an overrun
             forfeits the matches in that call with ``timeout``. ``None`` disables it.
         vectorized: Use an env's vectorized core when it has one.
+        env_workers: Step generic (non-vectorized) envs in this many worker
+            processes; ``0`` steps them in this process.
     """
 
-    def __init__(self, time_budget_s: float | None = DEFAULT_TIME_BUDGET_S, vectorized: bool = True) -> None:
+    def __init__(
+        self,
+        time_budget_s: float | None = DEFAULT_TIME_BUDGET_S,
+        vectorized: bool = True,
+        env_workers: int = 0,
+    ) -> None:
         self.vectorized = vectorized
         self._caller = PolicyCaller(time_budget_s)
-        self._envs: dict[str, list] = {}
+        self._envs = ProcessEnvs(env_workers) if env_workers > 0 else InlineEnvs()
 
     def __enter__(self) -> "MatchEngine":
         return self
@@ -48,16 +55,7 @@ class MatchEngine:
 
     def close(self) -> None:
         self._caller.close()
-        for envs in self._envs.values():
-            for env in envs:
-                env.close()
-        self._envs.clear()
-
-    def _env_instances(self, env_id: str, n: int) -> list:
-        envs = self._envs.setdefault(env_id, [])
-        while len(envs) < n:
-            envs.append(direct(make_env(env_id)))
-        return envs[:n]
+        self._envs.close()
 
     def play(self, env_id: str, jobs: list[MatchJob], policies: dict[str, Policy]) -> list[MatchRecord]:
         """Play every job concurrently; one record per job, in job order.
@@ -79,8 +77,7 @@ class MatchEngine:
         core = make_vector_core(env_id) if self.vectorized else None
         if core is not None:
             return play_board_matches(spec, core, jobs, policies, self._caller)
-        envs = self._env_instances(env_id, len(jobs))
-        return play_generic_matches(spec, jobs, policies, self._caller, envs)
+        return play_generic_matches(spec, jobs, policies, self._caller, self._envs)
 
 
 def play_matches(

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.engine.generic import action_mask
+from arena.engine.envpool import action_mask
 from arena.engine.records import MatchRecord, Termination, forfeit_scores
 from envs.registry import get_spec, make_env
 from envs.spec import EnvSpec

@@ -11,8 +11,8 @@ import json
 import pickle
 import struct
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -88,8 +88,10 @@ def test_load_bytes_accepts_spec_as_bytes_str_or_dict(tmp_path: Path, c4) -> Non
     state_dict, spec = c4
     path = save_checkpoint(state_dict, spec, tmp_path / "agent")
     weights = path.read_bytes()
-    hashes = {load_checkpoint_bytes(weights, s).sha256
-              for s in (json.dumps(spec).encode(), json.dumps(spec), spec)}
+    hashes = {
+        load_checkpoint_bytes(weights, s).sha256
+        for s in (json.dumps(spec).encode(), json.dumps(spec), spec)
+    }
     assert hashes == {hashlib.sha256(weights).hexdigest()}
 
 
@@ -183,52 +185,92 @@ def _poison(value: float) -> Callable[[dict, bytes], bytes]:
         weight = sd["trunk.1.weight"].clone()
         weight[3, 2] = value
         return _with(sd, **{"trunk.1.weight": weight})
+
     return make
 
 
 F32x2 = {"dtype": "F32", "shape": [2]}
 HOSTILE_WEIGHTS: dict[str, tuple[Callable[[dict, bytes], bytes], tuple[str, ...]]] = {
     "empty": (lambda sd, g: b"", ("not a safetensors file", "only 0 bytes")),
-    "random bytes": (lambda sd, g: np.random.default_rng(0).bytes(4096), ("not a safetensors file",)),
+    "random bytes": (
+        lambda sd, g: np.random.default_rng(0).bytes(4096),
+        ("not a safetensors file",),
+    ),
     "zip archive": (lambda sd, g: _zip_bytes(), ("not a safetensors file", "zip")),
     "header length larger than file": (
-        lambda sd, g: struct.pack("<Q", len(g)) + g[8:], ("not a safetensors file", "header length")),
+        lambda sd, g: struct.pack("<Q", len(g)) + g[8:],
+        ("not a safetensors file", "header length"),
+    ),
     "header larger than limit": (
-        lambda sd, g: raw_safetensors(b"{}" + b" " * (2 << 20), b""), ("header length",)),
-    "header not JSON": (lambda sd, g: raw_safetensors(b"\x00garbage{", b""), ("header is not valid JSON",)),
-    "header is a JSON list": (lambda sd, g: raw_safetensors(b"[1, 2]", b""), ("not a JSON object",)),
+        lambda sd, g: raw_safetensors(b"{}" + b" " * (2 << 20), b""),
+        ("header length",),
+    ),
+    "header not JSON": (
+        lambda sd, g: raw_safetensors(b"\x00garbage{", b""),
+        ("header is not valid JSON",),
+    ),
+    "header is a JSON list": (
+        lambda sd, g: raw_safetensors(b"[1, 2]", b""),
+        ("not a JSON object",),
+    ),
     "header duplicate keys": (
-        lambda sd, g: raw_safetensors(b'{"a": {}, "a": {}}', b""), ("duplicate key 'a'",)),
+        lambda sd, g: raw_safetensors(b'{"a": {}, "a": {}}', b""),
+        ("duplicate key 'a'",),
+    ),
     "overlapping tensors": (
-        lambda sd, g: raw_safetensors({"a": {**F32x2, "data_offsets": [0, 8]},
-                                       "b": {**F32x2, "data_offsets": [4, 12]}}, bytes(12)),
-        ("'b' overlaps",)),
+        lambda sd, g: raw_safetensors(
+            {"a": {**F32x2, "data_offsets": [0, 8]}, "b": {**F32x2, "data_offsets": [4, 12]}},
+            bytes(12),
+        ),
+        ("'b' overlaps",),
+    ),
     "gap between tensors": (
-        lambda sd, g: raw_safetensors({"a": {**F32x2, "data_offsets": [0, 8]},
-                                       "b": {**F32x2, "data_offsets": [12, 20]}}, bytes(20)),
-        ("4 unused bytes before tensor 'b'",)),
+        lambda sd, g: raw_safetensors(
+            {"a": {**F32x2, "data_offsets": [0, 8]}, "b": {**F32x2, "data_offsets": [12, 20]}},
+            bytes(20),
+        ),
+        ("4 unused bytes before tensor 'b'",),
+    ),
     "trailing bytes (polyglot)": (lambda sd, g: g + _zip_bytes(), ("trailing bytes",)),
     "offsets outside buffer": (
         lambda sd, g: raw_safetensors({"a": {**F32x2, "data_offsets": [0, 8]}}, bytes(4)),
-        ("fall outside",)),
+        ("fall outside",),
+    ),
     "offsets disagree with shape": (
-        lambda sd, g: raw_safetensors({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}},
-                                      bytes(8)), ("needs 12",)),
+        lambda sd, g: raw_safetensors(
+            {"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, bytes(8)
+        ),
+        ("needs 12",),
+    ),
     "negative shape": (
-        lambda sd, g: raw_safetensors({"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 0]}},
-                                      b""), ("non-negative integers",)),
+        lambda sd, g: raw_safetensors(
+            {"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 0]}}, b""
+        ),
+        ("non-negative integers",),
+    ),
     "extra entry field": (
         lambda sd, g: raw_safetensors({"a": {**F32x2, "data_offsets": [0, 8], "x": 1}}, bytes(8)),
-        ("exactly dtype, shape, data_offsets",)),
+        ("exactly dtype, shape, data_offsets",),
+    ),
     "metadata not strings": (
-        lambda sd, g: raw_safetensors({"__metadata__": {"k": 1}}, b""), ("__metadata__",)),
+        lambda sd, g: raw_safetensors({"__metadata__": {"k": 1}}, b""),
+        ("__metadata__",),
+    ),
     "dtype I32": (_retype(torch.int32), ("dtype 'I32'", "allowed: F64, F32, F16, BF16")),
     "dtype F64": (_retype(torch.float64), ("dtype float64, expected float32",)),
     "dtype F16": (_retype(torch.float16), ("dtype float16, expected float32",)),
-    "wrong shape": (lambda sd, g: _with(sd, **{"head.weight": torch.zeros(7, 9)}),
-                    ("'head.weight' has shape [7, 9], expected [7, 8]",)),
-    "missing tensor": (lambda sd, g: _with(sd, **{"head.bias": None}), ("missing tensors: head.bias",)),
-    "extra tensor": (lambda sd, g: _with(sd, payload=torch.zeros(3)), ("unexpected tensors: payload",)),
+    "wrong shape": (
+        lambda sd, g: _with(sd, **{"head.weight": torch.zeros(7, 9)}),
+        ("'head.weight' has shape [7, 9], expected [7, 8]",),
+    ),
+    "missing tensor": (
+        lambda sd, g: _with(sd, **{"head.bias": None}),
+        ("missing tensors: head.bias",),
+    ),
+    "extra tensor": (
+        lambda sd, g: _with(sd, payload=torch.zeros(3)),
+        ("unexpected tensors: payload",),
+    ),
     "NaN weight": (_poison(float("nan")), ("'trunk.1.weight' contains NaN or infinite",)),
     "inf weight": (_poison(float("-inf")), ("'trunk.1.weight' contains NaN or infinite",)),
 }
@@ -252,24 +294,51 @@ HOSTILE_SPECS: dict[str, tuple[Callable[[dict], dict | str | bytes], tuple[str, 
     "NaN constant": (lambda s: json.dumps(s)[:-1] + ', "num_actions": NaN}', ("not valid JSON",)),
     "JSON list": (lambda s: [s], ("spec must be a JSON object",)),
     "unknown field": (lambda s: {**s, "loader": "pickle"}, ("unknown spec field(s) ['loader']",)),
-    "missing field": (lambda s: {k: v for k, v in s.items() if k != "role"}, ("missing required field 'role'",)),
+    "missing field": (
+        lambda s: {k: v for k, v in s.items() if k != "role"},
+        ("missing required field 'role'",),
+    ),
     "future version": (lambda s: {**s, "format_version": 2}, ("unsupported format_version 2",)),
     "version as string": (lambda s: {**s, "format_version": "1"}, ("unsupported format_version",)),
-    "unknown env": (lambda s: {**s, "env": "chess-v9"}, ("unknown env 'chess-v9'", "connect_four-v3")),
-    "unknown arch": (lambda s: {**s, "arch": "transformer"}, ("unknown arch 'transformer'", "cnn, mlp")),
-    "role not in env": (lambda s: {**s, "role": "predator"}, ("role 'predator' is not a role of connect_four-v3",)),
+    "unknown env": (
+        lambda s: {**s, "env": "chess-v9"},
+        ("unknown env 'chess-v9'", "connect_four-v3"),
+    ),
+    "unknown arch": (
+        lambda s: {**s, "arch": "transformer"},
+        ("unknown arch 'transformer'", "cnn, mlp"),
+    ),
+    "role not in env": (
+        lambda s: {**s, "role": "predator"},
+        ("role 'predator' is not a role of connect_four-v3",),
+    ),
     "wrong obs_shape": (lambda s: {**s, "obs_shape": [42, 2]}, ("expected [6, 7, 2]",)),
     "wrong num_actions": (lambda s: {**s, "num_actions": 9}, ("expected 7",)),
     "num_actions float": (lambda s: {**s, "num_actions": 7.0}, ("num_actions 7.0",)),
     "bad name": (lambda s: {**s, "name": "<script>"}, ("name '<script>'",)),
-    "hparam unknown key": (lambda s: {**s, "hparams": {"hiden": [8]}}, ("unknown hyper-parameter(s) 'hiden'",)),
-    "hparam wrong type": (lambda s: {**s, "hparams": {"hidden": "big"}}, ("'hidden' must be a list",)),
-    "hparam bool": (lambda s: {**s, "hparams": {"hidden": [True]}}, ("'hidden[0]' must be an integer",)),
+    "hparam unknown key": (
+        lambda s: {**s, "hparams": {"hiden": [8]}},
+        ("unknown hyper-parameter(s) 'hiden'",),
+    ),
+    "hparam wrong type": (
+        lambda s: {**s, "hparams": {"hidden": "big"}},
+        ("'hidden' must be a list",),
+    ),
+    "hparam bool": (
+        lambda s: {**s, "hparams": {"hidden": [True]}},
+        ("'hidden[0]' must be an integer",),
+    ),
     "hparam out of range": (lambda s: {**s, "hparams": {"hidden": [0]}}, ("in [1, 4096], got 0",)),
-    "hparam too many params": (lambda s: {**s, "hparams": {"hidden": [4096] * 4}}, ("parameters, more than",)),
+    "hparam too many params": (
+        lambda s: {**s, "hparams": {"hidden": [4096] * 4}},
+        ("parameters, more than",),
+    ),
     "hparam activation": (lambda s: {**s, "hparams": {"activation": "gelu"}}, ("relu, tanh",)),
     "hparams not object": (lambda s: {**s, "hparams": [16, 8]}, ("hparams must be a JSON object",)),
-    "hparams disagree with weights": (lambda s: {**s, "hparams": {"hidden": [16, 9]}}, ("has shape",)),
+    "hparams disagree with weights": (
+        lambda s: {**s, "hparams": {"hidden": [16, 9]}},
+        ("has shape",),
+    ),
 }
 
 
@@ -278,13 +347,18 @@ def test_hostile_specs_are_refused(tmp_path: Path, c4, case: str) -> None:
     state_dict, spec = c4
     make, fragments = HOSTILE_SPECS[case]
     bad = make(spec)
-    path = write_pair(tmp_path, safetensors.torch.save(state_dict),
-                      bad if isinstance(bad, (str, bytes)) else json.dumps(bad))
+    path = write_pair(
+        tmp_path,
+        safetensors.torch.save(state_dict),
+        bad if isinstance(bad, (str, bytes)) else json.dumps(bad),
+    )
     rejected(path, *fragments)
 
 
 def test_cnn_refused_for_vector_observations(tmp_path: Path) -> None:
-    with pytest.raises(InvalidSubmission, match=r"needs a board observation \(H, W, C\).*use arch 'mlp'"):
+    with pytest.raises(
+        InvalidSubmission, match=r"needs a board observation \(H, W, C\).*use arch 'mlp'"
+    ):
         make_spec("simple_tag-v3", "cnn", role="prey")
 
 

@@ -24,17 +24,32 @@ def test_logits_shape_and_exact_parameter_count(arch, hparams, obs_shape, num_ac
     logits = net(torch.randn(5, *obs_shape))
     assert logits.shape == (5, num_actions) and logits.dtype == torch.float32
     assert count_parameters(arch, hparams, obs_shape, num_actions) == sum(
-        p.numel() for p in net.parameters())
+        p.numel() for p in net.parameters()
+    )
 
 
 def test_defaults_match_the_brief_and_keys_are_stable() -> None:
     assert resolve_hparams("mlp", None, (16,), 5) == {"hidden": [256, 256], "activation": "relu"}
     assert resolve_hparams("cnn", {}, (6, 7, 2), 7) == {
-        "channels": [32, 32], "kernel": 3, "hidden": 128, "activation": "relu"}
+        "channels": [32, 32],
+        "kernel": 3,
+        "hidden": 128,
+        "activation": "relu",
+    }
     assert list(build_net("mlp", {"hidden": [4]}, (2,), 3).state_dict()) == [
-        "trunk.0.weight", "trunk.0.bias", "head.weight", "head.bias"]
+        "trunk.0.weight",
+        "trunk.0.bias",
+        "head.weight",
+        "head.bias",
+    ]
     assert list(build_net("cnn", {"channels": [4]}, (3, 3, 2), 9).state_dict()) == [
-        "convs.0.weight", "convs.0.bias", "fc.weight", "fc.bias", "head.weight", "head.bias"]
+        "convs.0.weight",
+        "convs.0.bias",
+        "fc.weight",
+        "fc.bias",
+        "head.weight",
+        "head.bias",
+    ]
 
 
 def test_cnn_sees_the_board_channels_last() -> None:
@@ -52,7 +67,8 @@ def test_every_registered_env_has_a_buildable_mlp() -> None:
         for team in range(env.num_teams):
             shape = env.team_obs_shape(team)
             assert build_net("mlp", {"hidden": [8]}, shape, env.num_actions)(
-                torch.zeros(1, *shape)).shape == (1, env.num_actions)
+                torch.zeros(1, *shape)
+            ).shape == (1, env.num_actions)
 
 
 def test_meta_build_allocates_nothing() -> None:
@@ -61,20 +77,23 @@ def test_meta_build_allocates_nothing() -> None:
     assert all(p.is_meta for p in net.parameters())
 
 
-@pytest.mark.parametrize(("arch", "hparams", "obs_shape", "message"), [
-    ("cnn", {}, (16,), "needs a board observation"),
-    ("cnn", {"kernel": 4}, (6, 7, 2), "must be odd"),
-    ("cnn", {"kernel": 9}, (6, 7, 2), "in [1, 7]"),
-    ("cnn", {"channels": []}, (6, 7, 2), "1 to 6 entries"),
-    ("cnn", {"hidden": 12.5}, (6, 7, 2), "must be an integer"),
-    ("cnn", {"channels": [512] * 6}, (6, 7, 2), "more than the limit"),
-    ("mlp", {"hidden": [8] * 9}, (16,), "0 to 8 entries"),
-    ("mlp", {"hidden": (8, False)}, (16,), "'hidden[1]' must be an integer"),
-    ("mlp", {"dropout": 0.1}, (16,), "unknown hyper-parameter(s) 'dropout'"),
-    ("mlp", "hidden=8", (16,), "hparams must be a JSON object"),
-    ("rnn", {}, (16,), "unknown arch 'rnn'"),
-    ("mlp", {}, (16, 0), "obs_shape must be a list of positive integers"),
-])
+@pytest.mark.parametrize(
+    ("arch", "hparams", "obs_shape", "message"),
+    [
+        ("cnn", {}, (16,), "needs a board observation"),
+        ("cnn", {"kernel": 4}, (6, 7, 2), "must be odd"),
+        ("cnn", {"kernel": 9}, (6, 7, 2), "in [1, 7]"),
+        ("cnn", {"channels": []}, (6, 7, 2), "1 to 6 entries"),
+        ("cnn", {"hidden": 12.5}, (6, 7, 2), "must be an integer"),
+        ("cnn", {"channels": [512] * 6}, (6, 7, 2), "more than the limit"),
+        ("mlp", {"hidden": [8] * 9}, (16,), "0 to 8 entries"),
+        ("mlp", {"hidden": (8, False)}, (16,), "'hidden[1]' must be an integer"),
+        ("mlp", {"dropout": 0.1}, (16,), "unknown hyper-parameter(s) 'dropout'"),
+        ("mlp", "hidden=8", (16,), "hparams must be a JSON object"),
+        ("rnn", {}, (16,), "unknown arch 'rnn'"),
+        ("mlp", {}, (16, 0), "obs_shape must be a list of positive integers"),
+    ],
+)
 def test_bad_hparams_are_refused_with_a_reason(arch, hparams, obs_shape, message) -> None:
     with pytest.raises(InvalidSubmission) as info:
         build_net(arch, hparams, obs_shape, 5)

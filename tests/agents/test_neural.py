@@ -28,8 +28,15 @@ def sharpen(state_dict: dict[str, torch.Tensor], factor: float = 20.0) -> dict[s
     return {k: v * factor if k.startswith("head.") else v for k, v in state_dict.items()}
 
 
-def make_policy(tmp_path: Path, env: str, arch: str, hparams: dict, role: str | None,
-                seed: int = 0, temperature: float = 1.0) -> NeuralPolicy:
+def make_policy(
+    tmp_path: Path,
+    env: str,
+    arch: str,
+    hparams: dict,
+    role: str | None,
+    seed: int = 0,
+    temperature: float = 1.0,
+) -> NeuralPolicy:
     """A real checkpoint on disk, loaded back through the validator."""
     state_dict, spec = random_init_checkpoint(env, arch, hparams, seed, role=role)
     path = save_checkpoint(sharpen(state_dict), spec, tmp_path / f"{env}-{arch}-{role}-{seed}")
@@ -50,7 +57,9 @@ def rng_for(seeds: np.ndarray, seat: int = 0, ply: int = 0) -> MatchRng:
 
 
 def test_round_trip_save_load_act(tmp_path: Path) -> None:
-    checkpoint = write_checkpoint(tmp_path / "c4", "connect_four-v3", "cnn", {"channels": [4]}, seed=3)
+    checkpoint = write_checkpoint(
+        tmp_path / "c4", "connect_four-v3", "cnn", {"channels": [4]}, seed=3
+    )
     policy = policy_from_file(tmp_path / "c4.safetensors")
     file_hash = hashlib.sha256((tmp_path / "c4.safetensors").read_bytes()).hexdigest()
     assert isinstance(policy, Policy)
@@ -100,10 +109,14 @@ def test_one_row_alone_equals_that_row_in_a_batch_of_256(tmp_path: Path, setup) 
     together = policy.act(obs, mask, MatchRng(seeds, np.zeros(256), plies))
     logits = policy.logits(obs)
     for i in range(256):
-        alone = policy.act(obs[i:i + 1], mask[i:i + 1], MatchRng(seeds[i:i + 1], [0], plies[i:i + 1]))
+        alone = policy.act(
+            obs[i : i + 1], mask[i : i + 1], MatchRng(seeds[i : i + 1], [0], plies[i : i + 1])
+        )
         assert alone[0] == together[i], f"row {i}"
         # Kernels differ by batch size in the last bits only (see agents/neural.py).
-        np.testing.assert_allclose(policy.logits(obs[i:i + 1])[0], logits[i], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            policy.logits(obs[i : i + 1])[0], logits[i], rtol=1e-5, atol=1e-5
+        )
 
 
 def test_sampling_follows_the_softmax_of_legal_logits(tmp_path: Path) -> None:
@@ -206,8 +219,9 @@ def test_bad_inputs_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="mask"):
         policy.act(obs, mask[:, :3], rng_for(seeds))
     with pytest.raises(ValueError, match="temperature"):
-        NeuralPolicy.from_module(build_net("mlp", {"hidden": [32]}, (16,), 5),
-                                 policy.spec, temperature=-1.0)
+        NeuralPolicy.from_module(
+            build_net("mlp", {"hidden": [32]}, (16,), 5), policy.spec, temperature=-1.0
+        )
     assert policy.act(obs[:0], mask[:0], rng_for(seeds[:0])).shape == (0,)
 
 
@@ -226,7 +240,7 @@ def test_cuda_agrees_with_cpu(tmp_path: Path, setup) -> None:
     obs, mask, seeds = batch(cpu, 256)
     together = gpu.logits(obs)
     for i in range(0, 256, 17):  # per-row on the GPU too, up to rounding
-        np.testing.assert_allclose(gpu.logits(obs[i:i + 1])[0], together[i], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(gpu.logits(obs[i : i + 1])[0], together[i], rtol=1e-4, atol=1e-4)
     # cuDNN convs may use TF32 (10-bit mantissa): compare actions where the choice is clear.
     cpu_logits = np.where(mask, cpu.logits(obs), -np.inf)
     np.testing.assert_allclose(together, cpu.logits(obs), rtol=1e-2, atol=1e-2)

@@ -162,3 +162,17 @@ def test_derived_seeds_are_distinct_and_json_safe():
     assert len(set(seeds.tolist())) == 100_000
     assert seeds.min() >= 0 and seeds.max() < 2**63
     assert derive_seed(7, 5) == int(seeds[5])
+
+
+def test_env_worker_processes_play_the_same_matches():
+    from arena.engine import MatchEngine
+
+    env_id = "simple_tag-v3"
+    policies = {"random": make_policy("random", env_id)}
+    jobs = plan_matches(["random", "random"], get_spec(env_id), 12, seed=4)
+    inline = play_matches(env_id, jobs, policies)
+    with MatchEngine(env_workers=2) as engine:
+        sharded = engine.play(env_id, jobs, policies)
+        again = engine.play(env_id, jobs, policies)  # reused env instances reset cleanly
+    key = lambda r: (r.actions, r.scores, r.winner)  # noqa: E731
+    assert [key(r) for r in inline] == [key(r) for r in sharded] == [key(r) for r in again]
