@@ -1,0 +1,129 @@
+"""Match batches on Ray: ``MatchWorker`` actors, bounded in-flight work, re-dispatch.
+
+Each actor owns a :class:`~arena.engine.MatchEngine` and a bounded policy cache and
+plays whole batches (thousands of matches per call, so Ray's per-call overhead is
+noise). The driver keeps at most ``max_in_flight`` batches outstanding and collects
+them with ``ray.wait``. A batch whose actor died is re-dispatched unchanged — the
+same match ids — so the recorder's ``ON CONFLICT DO NOTHING`` makes the result count
+once whichever copy lands.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Callable, Iterable, Iterator
+
+import ray
+from ray.exceptions import ActorDiedError, ActorUnavailableError, ObjectLostError, RayActorError, WorkerCrashedError
+
+from arena.engine import MatchEngine, MatchRecord
+from arena.runners import MatchBatch, PolicyResolver, SnapshotLoader, play_batch
+
+log = logging.getLogger(__name__)
+
+LOST_WORK = (RayActorError, ActorDiedError, ActorUnavailableError, WorkerCrashedError, ObjectLostError)
+
+
+def init_ray(address: str | None = None, num_cpus: int | None = None,
+             object_store_mb: int = 256) -> None:
+    """Join ``address`` or start a local Ray sized to the machine (idempotent)."""
+    if ray.is_initialized():
+        return
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+                 object_store_memory=object_store_mb * 1024 * 1024)
+
+
+@ray.remote(max_restarts=-1, max_task_retries=0)
+class MatchWorker:
+    """A Ray actor that plays match batches with the batched engine."""
+
+    def __init__(self, loader_factory: Callable[[], SnapshotLoader] | None, cache_size: int,
+                 device: str) -> None:
+        loader = loader_factory() if loader_factory is not None else None
+        self.engine = MatchEngine()
+        self.resolver = PolicyResolver(loader, cache_size, device)
+
+    def play(self, batch: MatchBatch) -> list[MatchRecord]:
+        return play_batch(self.engine, self.resolver, batch)
+
+    def stats(self) -> dict:
+        import os
+
+        return {"pid": os.getpid(), "cache_hits": self.resolver.hits,
+                "cache_misses": self.resolver.misses, "cached": len(self.resolver._neural)}
+
+
+class RayMatchRunner:
+    """Plays batches on ``num_workers`` ``MatchWorker`` actors.
+
+    Args:
+        num_workers: Actors to start.
+        loader_factory: Picklable zero-argument callable building the snapshot loader
+            inside each actor (e.g. connecting to the Redis snapshot pool).
+        cache_size: Neural policies each actor keeps.
+        max_in_flight: Outstanding batches (default two per worker, so a worker
+            never waits for the driver).
+    """
+
+    def __init__(self, num_workers: int = 2, loader_factory: Callable[[], SnapshotLoader] | None = None,
+                 cache_size: int = 32, max_in_flight: int | None = None) -> None:
+        gpus = ray.cluster_resources().get("GPU", 0.0)
+        self.device = "cuda" if gpus > 0 else "cpu"
+        options = {"num_cpus": 0.5}
+        if gpus > 0:
+            options["num_gpus"] = min(1.0, gpus / num_workers)
+        self.workers = [
+            MatchWorker.options(**options).remote(loader_factory, cache_size, self.device)
+            for _ in range(num_workers)
+        ]
+        self.max_in_flight = max_in_flight or 2 * num_workers
+        self.redispatched = 0
+        self._next = 0
+
+    def _submit(self, batch: MatchBatch, inflight: dict) -> None:
+        worker = self.workers[self._next % len(self.workers)]
+        self._next += 1
+        inflight[worker.play.remote(batch)] = batch
+
+    def run(self, batches: Iterable[MatchBatch]) -> Iterator[tuple[MatchBatch, list[MatchRecord]]]:
+        source = iter(batches)
+        retry: deque[MatchBatch] = deque()
+        inflight: dict = {}
+        exhausted = False
+        while True:
+            while len(inflight) < self.max_in_flight and (retry or not exhausted):
+                batch = retry.popleft() if retry else next(source, None)
+                if batch is None:
+                    exhausted = True
+                    break
+                self._submit(batch, inflight)
+            if not inflight:
+                return
+            ready, _ = ray.wait(list(inflight), num_returns=1)
+            for ref in ready:
+                batch = inflight.pop(ref)
+                try:
+                    records = ray.get(ref)
+                except LOST_WORK as exc:
+                    self.redispatched += 1
+                    log.warning("batch %d lost (%s); re-dispatching its %d matches with the same ids",
+                                batch.batch_id, type(exc).__name__, len(batch.jobs))
+                    retry.append(batch)
+                    continue
+                yield batch, records
+
+    @property
+    def in_flight_limit(self) -> int:
+        return self.max_in_flight
+
+    def stats(self) -> list[dict]:
+        return ray.get([w.stats.remote() for w in self.workers])
+
+    def close(self) -> None:
+        for worker in self.workers:
+            ray.kill(worker)
+        self.workers = []

@@ -1,0 +1,107 @@
+"""Ladder logic, pure: how one match result moves ratings, and whom to pair next.
+
+:func:`rate_match` is the single place where a match outcome becomes new ratings. The
+live recorder and ``arena ratings rebuild`` both call it, in match-sequence order, so
+a rebuild from the match log reproduces the live ratings bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from league.matchmaking import ladder_pair_weights, quality_matrix
+from league.ratings import Rating, RatingEnv, rate_teams
+from league.ratings_fast import rate_1v1_fast
+
+RatingKey = tuple[str, str]  # (agent key, role)
+
+
+@dataclass(frozen=True)
+class RatingChange:
+    """One agent's rating in one role, before and after a match."""
+
+    agent: str
+    role: str
+    before: Rating
+    after: Rating
+
+
+def rate_match(
+    ratings: Mapping[RatingKey, Rating],
+    team_agents: Sequence[str],
+    roles: Sequence[str],
+    winner: int | None,
+    *,
+    env: RatingEnv,
+) -> list[RatingChange]:
+    """Rating changes caused by one match (empty if it is not rateable).
+
+    Each team is driven by one agent playing the team's role. A match in which the
+    same agent drives two teams in the same role (a mirror match) carries no skill
+    information and changes nothing.
+
+    Args:
+        ratings: Current ratings; missing keys read as the prior.
+        team_agents: Agent key driving each team, in team order.
+        roles: Role of each team.
+        winner: Winning team index, ``None`` for a draw.
+        env: The ladder's rating environment.
+    """
+    keys = [(a, r) for a, r in zip(team_agents, roles)]
+    if len(set(keys)) < len(keys):
+        return []
+    before = [ratings.get(k) or env.new_rating() for k in keys]
+    if len(keys) == 2:
+        if winner is None:
+            a, b = rate_1v1_fast(before[0], before[1], True, env=env)
+            after = [a, b]
+        else:
+            w, l = rate_1v1_fast(before[winner], before[1 - winner], False, env=env)
+            after = [w, l] if winner == 0 else [l, w]
+    else:
+        ranks = [0] * len(keys) if winner is None else [0 if t == winner else 1 for t in range(len(keys))]
+        after = [team[0] for team in rate_teams([[r] for r in before], ranks, env=env)]
+    return [RatingChange(k[0], k[1], b, a) for k, b, a in zip(keys, before, after)]
+
+
+def sample_ladder_pairs(
+    ratings: Sequence[Rating],
+    n: int,
+    rng: np.random.Generator,
+    *,
+    env: RatingEnv,
+    target_sigma: float,
+    placement_share: float = 0.5,
+    top_k: int = 3,
+) -> list[tuple[int, int]]:
+    """``n`` pairings for the next batch of ladder matches.
+
+    Agents whose sigma is above ``target_sigma`` are in placement: they get a share of
+    the batch, each match against one of their ``top_k`` opponents of highest match
+    quality. The rest of the batch is drawn by :func:`ladder_pair_weights` (quality,
+    favouring uncertain agents). Pair order is randomised so seats stay balanced.
+    """
+    m = len(ratings)
+    if m < 2:
+        raise ValueError("a ladder needs at least two agents")
+    sigma = np.array([r.sigma for r in ratings])
+    placing = np.flatnonzero(sigma > target_sigma)
+    pairs: list[tuple[int, int]] = []
+    if placing.size:
+        share = n if placing.size == m else int(round(n * placement_share))
+        quality = quality_matrix(ratings, env=env)
+        np.fill_diagonal(quality, -1.0)
+        best = np.argsort(-quality, axis=1)[:, : min(top_k, m - 1)]
+        who = placing[rng.integers(placing.size, size=share)]
+        opp = best[who, rng.integers(best.shape[1], size=share)]
+        pairs.extend(zip(who.tolist(), opp.tolist()))
+    rest = n - len(pairs)
+    if rest > 0:
+        weights = ladder_pair_weights(ratings, env=env).ravel()
+        flat = rng.choice(weights.size, size=rest, p=weights / weights.sum())
+        pairs.extend((int(f // m), int(f % m)) for f in flat)
+    swap = rng.random(len(pairs)) < 0.5
+    return [(j, i) if s else (i, j) for (i, j), s in zip(pairs, swap)]

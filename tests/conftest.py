@@ -1,0 +1,24 @@
+"""Shared fixtures: real services, started once per test session.
+
+Ray tests are grouped onto one xdist worker (``xdist_group("ray")`` with
+``--dist loadgroup``) so the suite starts a single Ray cluster.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # local test cluster on loopback only
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster for the whole session: 2 CPUs, no dashboard, small store."""
+    ray = pytest.importorskip("ray")
+    from arena.ray_runner import init_ray
+
+    init_ray(num_cpus=2, object_store_mb=256)
+    yield ray
+    ray.shutdown()
