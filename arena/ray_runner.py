@@ -18,7 +18,7 @@ import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, ObjectLostError, RayActorError, WorkerCrashedError
 
 from arena.engine import MatchEngine, MatchRecord
-from arena.runners import MatchBatch, PolicyResolver, SnapshotLoader, play_batch
+from arena.runners import MatchBatch, PolicyResolver, SnapshotPolicies, play_batch
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +41,10 @@ def init_ray(address: str | None = None, num_cpus: int | None = None,
 class MatchWorker:
     """A Ray actor that plays match batches with the batched engine."""
 
-    def __init__(self, loader_factory: Callable[[], SnapshotLoader] | None, cache_size: int,
-                 device: str) -> None:
-        loader = loader_factory() if loader_factory is not None else None
+    def __init__(self, snapshots_factory: Callable[[str], SnapshotPolicies] | None, device: str) -> None:
+        snapshots = snapshots_factory(device) if snapshots_factory is not None else None
         self.engine = MatchEngine()
-        self.resolver = PolicyResolver(loader, cache_size, device)
+        self.resolver = PolicyResolver(snapshots)
 
     def play(self, batch: MatchBatch) -> list[MatchRecord]:
         return play_batch(self.engine, self.resolver, batch)
@@ -53,8 +52,10 @@ class MatchWorker:
     def stats(self) -> dict:
         import os
 
-        return {"pid": os.getpid(), "cache_hits": self.resolver.hits,
-                "cache_misses": self.resolver.misses, "cached": len(self.resolver._neural)}
+        from dataclasses import asdict
+
+        stats = getattr(self.resolver.snapshots, "stats", None)
+        return {"pid": os.getpid(), "snapshot_cache": asdict(stats) if stats is not None else None}
 
 
 class RayMatchRunner:
@@ -62,22 +63,22 @@ class RayMatchRunner:
 
     Args:
         num_workers: Actors to start.
-        loader_factory: Picklable zero-argument callable building the snapshot loader
-            inside each actor (e.g. connecting to the Redis snapshot pool).
-        cache_size: Neural policies each actor keeps.
+        snapshots_factory: Picklable callable ``(device) -> SnapshotCache`` run inside
+            each actor (it connects to the Redis snapshot pool there).
         max_in_flight: Outstanding batches (default two per worker, so a worker
             never waits for the driver).
     """
 
-    def __init__(self, num_workers: int = 2, loader_factory: Callable[[], SnapshotLoader] | None = None,
-                 cache_size: int = 32, max_in_flight: int | None = None) -> None:
+    def __init__(self, num_workers: int = 2,
+                 snapshots_factory: Callable[[str], SnapshotPolicies] | None = None,
+                 max_in_flight: int | None = None) -> None:
         gpus = ray.cluster_resources().get("GPU", 0.0)
         self.device = "cuda" if gpus > 0 else "cpu"
         options = {"num_cpus": 0.5}
         if gpus > 0:
             options["num_gpus"] = min(1.0, gpus / num_workers)
         self.workers = [
-            MatchWorker.options(**options).remote(loader_factory, cache_size, self.device)
+            MatchWorker.options(**options).remote(snapshots_factory, self.device)
             for _ in range(num_workers)
         ]
         self.max_in_flight = max_in_flight or 2 * num_workers

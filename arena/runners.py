@@ -6,14 +6,13 @@ in :mod:`arena.ray_runner` so Ray is imported only where it is used.
 
 Agents are resolved *inside* the worker: builtins by name, neural agents by snapshot
 sha256 through a bounded cache, so a worker holds only the policies it recently
-played, never the whole league.
+played, never the whole league (an RLlib memory bug we avoid on purpose).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Protocol
+from typing import Iterable, Iterator, Protocol
 
 from agents.catalog import make_policy
 from agents.policy import Policy
@@ -46,26 +45,23 @@ class MatchBatch:
     batch_id: int = 0
 
 
-SnapshotLoader = Callable[[str, str], Policy]  # (sha256, device) -> policy
+class SnapshotPolicies(Protocol):
+    """A bounded source of neural policies by snapshot sha256 (:class:`SnapshotCache`)."""
+
+    def get(self, sha256: str) -> Policy:
+        ...
 
 
 class PolicyResolver:
-    """Builds policies on demand; neural ones through a bounded LRU cache.
+    """Builds the policies a batch needs: builtins by name, neural ones by snapshot.
 
-    Args:
-        load_snapshot: Fetches and validates a snapshot into a policy.
-        cache_size: Neural policies kept at most (builtins are tiny and always kept).
-        device: ``cpu`` or ``cuda`` for neural policies.
+    Neural policies come from a bounded cache (``arena.snapshot_cache.SnapshotCache``),
+    so a worker's memory does not grow with the size of the league.
     """
 
-    def __init__(self, load_snapshot: SnapshotLoader | None = None, cache_size: int = 32,
-                 device: str = "cpu") -> None:
-        self.load_snapshot = load_snapshot
-        self.cache_size = cache_size
-        self.device = device
+    def __init__(self, snapshots: SnapshotPolicies | None = None) -> None:
+        self.snapshots = snapshots
         self._builtins: dict[tuple[str, str], Policy] = {}
-        self._neural: OrderedDict[str, Policy] = OrderedDict()
-        self.hits = self.misses = 0
 
     def policy(self, env_id: str, source: AgentSource) -> Policy:
         if source.builtin is not None:
@@ -73,18 +69,9 @@ class PolicyResolver:
             if key not in self._builtins:
                 self._builtins[key] = make_policy(source.builtin, env_id)
             return self._builtins[key]
-        if source.snapshot is None or self.load_snapshot is None:
-            raise UnknownAgent(f"agent {source.key!r} has no builtin name and no loadable snapshot")
-        if source.snapshot in self._neural:
-            self.hits += 1
-            self._neural.move_to_end(source.snapshot)
-            return self._neural[source.snapshot]
-        self.misses += 1
-        policy = self.load_snapshot(source.snapshot, self.device)
-        self._neural[source.snapshot] = policy
-        while len(self._neural) > self.cache_size:
-            self._neural.popitem(last=False)
-        return policy
+        if source.snapshot is None or self.snapshots is None:
+            raise UnknownAgent(f"agent {source.key!r} has no builtin name and no snapshot source")
+        return self.snapshots.get(source.snapshot)
 
     def policies(self, batch: MatchBatch) -> dict[str, Policy]:
         keys = {a for job in batch.jobs for a in job.agents}
@@ -113,10 +100,9 @@ class MatchRunner(Protocol):
 class InProcessRunner:
     """Plays batches in this process, one after another."""
 
-    def __init__(self, load_snapshot: SnapshotLoader | None = None, cache_size: int = 32,
-                 device: str = "cpu") -> None:
+    def __init__(self, snapshots: SnapshotPolicies | None = None) -> None:
         self.engine = MatchEngine()
-        self.resolver = PolicyResolver(load_snapshot, cache_size, device)
+        self.resolver = PolicyResolver(snapshots)
 
     def run(self, batches: Iterable[MatchBatch]) -> Iterator[tuple[MatchBatch, list[MatchRecord]]]:
         for batch in batches:

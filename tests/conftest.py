@@ -22,3 +22,11 @@ def ray_cluster():
     init_ray(num_cpus=2, object_store_mb=256)
     yield ray
     ray.shutdown()
+
+
+from tests.fixtures_redis import (  # noqa: E402,F401 - fixtures shared by the suite
+    embedded_redis,
+    redis_key_prefix,
+    redis_url,
+    system_redis_url,
+)

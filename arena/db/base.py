@@ -1,0 +1,73 @@
+"""Declarative base, portable column types and the clock every row is stamped with.
+
+Everything here must behave the same on SQLite and PostgreSQL:
+
+* constraint names come from one naming convention, so Alembic (and SQLite batch
+  migrations, which rebuild tables) can find them again by name;
+* timestamps are timezone-aware UTC in Python on both backends (SQLite has no time
+  zones, so :class:`UTCDateTime` stores naive UTC there and re-attaches UTC on read);
+* auto-incrementing 64-bit keys are ``BIGINT`` on PostgreSQL but must be spelled
+  ``INTEGER PRIMARY KEY`` on SQLite to be its rowid (see :data:`BigSerial`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Integer, MetaData
+from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.types import TypeDecorator
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# SQLite only aliases the rowid (and only honours AUTOINCREMENT) for a column declared
+# exactly ``INTEGER PRIMARY KEY``; PostgreSQL gets a 64-bit identity.
+BigSerial = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp on every backend.
+
+    Naive datetimes are rejected on the way in: a naive value is ambiguous, and
+    guessing its zone is how logs end up an hour off.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"timestamps must be timezone-aware, got naive {value!r}")
+        value = value.astimezone(UTC)
+        # SQLite's DateTime storage drops the offset anyway; store plain UTC.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    """Base class of every ORM model; its ``metadata`` is Alembic's target."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        dict[str, Any]: JSON(),
+        list[Any]: JSON(),
+        datetime: UTCDateTime(),
+    }

@@ -1,0 +1,75 @@
+"""Alembic, driven from Python: no ``alembic.ini`` needed in the working directory.
+
+The migration scripts live inside the package (:mod:`arena.db.migrations`), so an
+installed Arena can bring any database to the current schema with
+``upgrade(url)``. For generating new revisions during development, point Alembic at
+them with :func:`alembic_config` (see ``arena/db/migrations/README``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from arena.db.engine import make_engine
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
+def alembic_config() -> Config:
+    """An Alembic config pointing at Arena's migration scripts (no ini file)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Migrates the database at ``url`` to ``revision`` (default: the latest).
+
+    Runs in one transaction on both backends (SQLite and PostgreSQL both have
+    transactional DDL), so a failing migration leaves the schema unchanged.
+
+    Args:
+        url: SQLAlchemy database URL.
+        revision: Target revision id, or ``"head"``.
+    """
+    _run(url, lambda config: command.upgrade(config, revision))
+
+
+def downgrade(url: str, revision: str) -> None:
+    """Migrates the database at ``url`` down to ``revision`` (``"base"``: empty)."""
+    _run(url, lambda config: command.downgrade(config, revision))
+
+
+def current_revision(url: str) -> str | None:
+    """The revision the database at ``url`` is at (``None`` if never migrated)."""
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision()
+    finally:
+        engine.dispose()
+
+
+def head_revision() -> str:
+    """The newest revision shipped with this version of Arena."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "arena.db.migrations has no revisions"
+    return head
+
+
+def _run(url: str, action) -> None:  # type: ignore[no-untyped-def]
+    # The URL travels as an object, not through the ini parser: ``%`` in a URL (e.g.
+    # an encoded search_path option) would break configparser interpolation.
+    engine = make_engine(url)
+    try:
+        with engine.begin() as connection:
+            config = alembic_config()
+            config.attributes["connection"] = connection
+            action(config)
+    finally:
+        engine.dispose()

@@ -1,0 +1,78 @@
+"""Repositories: every SQL statement Arena runs lives in this package.
+
+Functions take a :class:`~sqlalchemy.orm.Session` and plain values, and return plain
+values (frozen dataclasses, dicts, ints): no ORM objects leak out, so callers never
+trigger lazy loads after the session closes. None of them commits; the caller owns
+the transaction (``with factory.begin() as session: ...``). No business logic lives
+here: ratings are computed by :mod:`league`, statuses decided by the scheduler.
+"""
+
+from arena.db.repositories.agents import (
+    AgentInfo,
+    agent_keys,
+    get_agent,
+    get_agent_by_key,
+    get_or_create_agents,
+    list_agents,
+    set_agent_status,
+)
+from arena.db.repositories.catalog import (
+    LeagueInfo,
+    create_league,
+    ensure_env,
+    get_env_spec,
+    get_league,
+)
+from arena.db.repositories.matches import (
+    MatchPage,
+    Participant,
+    StoredMatch,
+    count_matches,
+    existing_match_ids,
+    get_match,
+    get_participants,
+    insert_matches,
+    insert_participants,
+    iter_matches,
+    match_history,
+    match_row,
+)
+from arena.db.repositories.ratings import (
+    LeaderboardEntry,
+    StoredRating,
+    clear_ratings,
+    count_ratings,
+    insert_rating_events,
+    leaderboard,
+    load_ratings,
+    rating_history,
+    upsert_ratings,
+)
+from arena.db.repositories.snapshots import (
+    SnapshotInfo,
+    get_snapshot_weights,
+    list_snapshots,
+    put_snapshot,
+)
+from arena.db.repositories.users import (
+    UserInfo,
+    add_api_token,
+    create_user,
+    get_user_by_name,
+    hash_token,
+    revoke_api_token,
+    user_for_token,
+)
+
+__all__ = [
+    "AgentInfo", "LeaderboardEntry", "LeagueInfo", "MatchPage", "Participant",
+    "SnapshotInfo", "StoredMatch", "StoredRating", "UserInfo",
+    "add_api_token", "agent_keys", "clear_ratings", "count_matches", "count_ratings",
+    "create_league", "create_user", "ensure_env", "existing_match_ids", "get_agent",
+    "get_agent_by_key", "get_env_spec", "get_league", "get_match", "get_or_create_agents",
+    "get_participants", "get_snapshot_weights", "get_user_by_name", "hash_token",
+    "insert_matches", "insert_participants", "insert_rating_events", "iter_matches",
+    "leaderboard", "list_agents", "list_snapshots", "load_ratings", "match_history",
+    "match_row", "put_snapshot", "rating_history", "revoke_api_token", "set_agent_status",
+    "upsert_ratings", "user_for_token",
+]

@@ -1,0 +1,65 @@
+"""Environments and leagues: the things matches and agents belong to."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from arena.db.models import Env, League
+from arena.db.repositories.dialect import dialect_insert
+
+
+@dataclass(frozen=True)
+class LeagueInfo:
+    id: int
+    name: str
+    env_id: str
+    config: dict[str, Any]
+    created_at: datetime
+
+
+def ensure_env(session: Session, env_id: str, spec_json: Mapping[str, Any]) -> bool:
+    """Registers ``env_id`` if it is not stored yet.
+
+    An env id is versioned (``connect_four-v3``): its spec never changes, so an
+    existing row is left as it is.
+
+    Returns:
+        Whether the env was inserted by this call.
+    """
+    table = Env.__table__
+    stmt = (
+        dialect_insert(session, table)
+        .values(id=env_id, spec=dict(spec_json))
+        .on_conflict_do_nothing(index_elements=["id"])
+        .returning(table.c.id)
+    )
+    return session.execute(stmt).first() is not None
+
+
+def get_env_spec(session: Session, env_id: str) -> dict[str, Any] | None:
+    """The stored spec of ``env_id``, or ``None`` if it was never registered."""
+    return session.execute(select(Env.spec).where(Env.id == env_id)).scalar_one_or_none()
+
+
+def create_league(
+    session: Session, name: str, env_id: str, config: Mapping[str, Any]
+) -> int:
+    """Creates a league and returns its id (raises ``IntegrityError`` on a taken name)."""
+    league = League(name=name, env_id=env_id, config=dict(config))
+    session.add(league)
+    session.flush()
+    return league.id
+
+
+def get_league(session: Session, league_id: int) -> LeagueInfo | None:
+    """The league with ``league_id``, or ``None``."""
+    league = session.get(League, league_id)
+    if league is None:
+        return None
+    return LeagueInfo(league.id, league.name, league.env_id, league.config, league.created_at)

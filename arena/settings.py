@@ -1,0 +1,153 @@
+"""Service settings, read from ``ARENA_*`` environment variables (pydantic-settings).
+
+Every field has a default that works on a fresh machine::
+
+    ARENA_DATA_DIR            ./.arena (made absolute at load time)
+    ARENA_DATABASE_URL        sqlite:///<data_dir>/arena.db
+    ARENA_REDIS_URL           unset: the app starts an embedded Redis-compatible server
+                              persisted under <data_dir>/redis/
+    ARENA_RAY_ADDRESS         unset: a local ``ray.init`` sized to this machine
+    ARENA_MAX_UPLOAD_BYTES    64 MiB
+    ARENA_SNAPSHOT_CACHE_SIZE 32 policies per worker
+    ARENA_ADMIN_TOKEN         unset: admin endpoints disabled
+    ARENA_HOST / ARENA_PORT   127.0.0.1 / 8000
+
+There is no module-level settings object: :func:`get_settings` builds one from the
+environment and memoizes it; tests call ``get_settings.cache_clear()`` after changing
+the environment, or construct ``Settings(...)`` directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Settings", "get_settings", "ray_init_kwargs", "resolved_database_url"]
+
+_SQLITE_PREFIX = "sqlite:///"
+
+
+class Settings(BaseSettings):
+    """Arena service configuration (environment prefix ``ARENA_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="ARENA_", extra="ignore", frozen=True)
+
+    data_dir: Path = Field(
+        default=Path(".arena"),
+        description="Root of everything the service writes; resolved to an absolute path.",
+    )
+    database_url: str = Field(
+        default="",
+        description="SQLAlchemy URL; empty means the SQLite file <data_dir>/arena.db.",
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description="redis:// URL of an external server; unset starts the embedded server.",
+    )
+    ray_address: str | None = Field(
+        default=None,
+        description="Address of a running Ray cluster; unset starts a local one.",
+    )
+    ray_object_store_bytes: int = Field(
+        default=512 * 1024 * 1024,
+        ge=100 * 1024 * 1024,
+        description="Object store size of the local Ray instance (ignored with ray_address).",
+    )
+    max_upload_bytes: int = Field(
+        default=64 * 1024 * 1024, gt=0, description="Largest accepted weights upload."
+    )
+    snapshot_cache_size: int = Field(
+        default=32, ge=1, description="Loaded policies each worker keeps (LRU)."
+    )
+    admin_token: SecretStr | None = Field(
+        default=None, description="Bearer token for admin endpoints; unset disables them."
+    )
+    host: str = Field(default="127.0.0.1", description="HTTP bind address.")
+    port: int = Field(default=8000, ge=1, le=65535, description="HTTP port.")
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute_data_dir(cls, value: Path) -> Path:
+        # Absolute, so Ray workers (which run in their own working directory) and the
+        # embedded Redis server (run with cwd=its data dir) see the same place.
+        return value.expanduser().resolve()
+
+    @field_validator("redis_url", "ray_address", "admin_token", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        # ``ARENA_REDIS_URL=`` in a .env or compose file means "not set", not "".
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @model_validator(mode="after")
+    def _default_database_url(self) -> Settings:
+        if not self.database_url:
+            # frozen model: the default derives from another field, so it is set once here.
+            object.__setattr__(
+                self, "database_url", f"{_SQLITE_PREFIX}{self.data_dir / 'arena.db'}"
+            )
+        return self
+
+    @property
+    def redis_dir(self) -> Path:
+        """Where the embedded Redis server keeps its AOF/RDB files."""
+        return self.data_dir / "redis"
+
+    @property
+    def snapshot_dir(self) -> Path:
+        """Root of the durable copies of snapshot weights (see :mod:`arena.snapshot_store`)."""
+        return self.data_dir / "snapshots"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The settings of this process, read once from the environment.
+
+    Returns:
+        A frozen :class:`Settings`; call ``get_settings.cache_clear()`` to re-read.
+    """
+    return Settings()
+
+
+def resolved_database_url(settings: Settings) -> str:
+    """The database URL, with the data directory (and a SQLite file's folder) created.
+
+    Args:
+        settings: The service settings.
+
+    Returns:
+        ``settings.database_url`` unchanged; creating directories is the side effect.
+    """
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    url = settings.database_url
+    if url.startswith(_SQLITE_PREFIX):
+        path = url.removeprefix(_SQLITE_PREFIX).split("?", 1)[0]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return url
+
+
+def ray_init_kwargs(settings: Settings) -> dict[str, Any]:
+    """Keyword arguments for ``ray.init`` (Ray itself is imported only where it is used).
+
+    Args:
+        settings: The service settings.
+
+    Returns:
+        ``{"address": ...}`` for an existing cluster; otherwise a local instance using
+        every CPU of this machine, no dashboard and ``settings.ray_object_store_bytes``.
+    """
+    if settings.ray_address:
+        return {"address": settings.ray_address}
+    return {
+        "num_cpus": os.cpu_count() or 1,
+        "include_dashboard": False,
+        "object_store_memory": settings.ray_object_store_bytes,
+    }

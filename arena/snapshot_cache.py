@@ -1,0 +1,163 @@
+"""SnapshotCache: the policies one worker holds, loaded on demand, bounded.
+
+A worker never loads a whole league: it asks the cache for the snapshots its current
+matches need. The cache fetches missing ones from a :class:`SnapshotSource` (the
+:class:`~arena.snapshot_pool.RedisSnapshotPool`), validates them with the full
+checkpoint validator (hash, header, tensor names/shapes/dtypes, finiteness), builds a
+:class:`~agents.neural.NeuralPolicy` on the worker's device and keeps at most
+``capacity`` of them, evicting the least recently used. Memory is therefore bounded by
+``capacity``, whatever the size of the pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from agents.checkpoint import DEFAULT_MAX_BYTES, CheckpointSpec, load_checkpoint_bytes
+from agents.neural import NeuralPolicy
+from arena.redis_keys import check_sha256
+from arena.snapshot_pool import SnapshotCorrupt
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CacheStats", "SnapshotCache", "SnapshotSource", "load_snapshot_policy"]
+
+
+class SnapshotSource(Protocol):
+    """Anything that returns a snapshot's weights and spec by sha256."""
+
+    def get(self, sha256: str) -> tuple[bytes, CheckpointSpec]:
+        """``(weights, spec)`` of the snapshot."""
+        ...
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Counters of a :class:`SnapshotCache` (since creation or :meth:`SnapshotCache.clear`)."""
+
+    hits: int
+    misses: int
+    evictions: int
+    size: int
+    capacity: int
+
+
+class SnapshotCache:
+    """Bounded LRU of loaded snapshot policies (thread-safe).
+
+    Args:
+        source: Where snapshots are fetched from on a miss.
+        capacity: Most policies held at once (``settings.snapshot_cache_size``).
+        device: Device the policies run on (``"cpu"``, ``"cuda"``, ``"auto"``).
+        temperature: Sampling temperature of the built policies.
+        max_bytes: Largest accepted weights.
+    """
+
+    def __init__(
+        self,
+        source: SnapshotSource,
+        capacity: int = 32,
+        device: str | torch.device = "cpu",
+        temperature: float = 1.0,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"cache capacity must be at least 1, got {capacity}")
+        self.source = source
+        self.capacity = capacity
+        self.device = device
+        self.temperature = temperature
+        self.max_bytes = max_bytes
+        self._policies: OrderedDict[str, NeuralPolicy] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = self._misses = self._evictions = 0
+
+    def __len__(self) -> int:
+        return len(self._policies)
+
+    def __contains__(self, sha256: object) -> bool:
+        return sha256 in self._policies
+
+    def __repr__(self) -> str:
+        return f"SnapshotCache({len(self)}/{self.capacity}, device={str(self.device)!r})"
+
+    @property
+    def stats(self) -> CacheStats:
+        """Current hit/miss/eviction counters and size."""
+        with self._lock:
+            return CacheStats(
+                self._hits, self._misses, self._evictions, len(self._policies), self.capacity
+            )
+
+    def get(self, sha256: str) -> NeuralPolicy:
+        """The policy of a snapshot, loading it on a miss.
+
+        Raises:
+            SnapshotNotFound: The source has no such snapshot.
+            SnapshotCorrupt: The fetched bytes do not hash to ``sha256``.
+            InvalidSubmission: The bytes fail checkpoint validation.
+        """
+        check_sha256(sha256)
+        with self._lock:
+            policy = self._policies.get(sha256)
+            if policy is not None:
+                self._policies.move_to_end(sha256)
+                self._hits += 1
+                return policy
+            self._misses += 1
+        policy = self._load(sha256)  # outside the lock: loading may take a while
+        with self._lock:
+            self._policies[sha256] = policy  # a concurrent load of the same sha is replaced
+            self._policies.move_to_end(sha256)
+            while len(self._policies) > self.capacity:
+                evicted, _ = self._policies.popitem(last=False)
+                self._evictions += 1
+                log.debug("evicted snapshot %s", evicted[:16])
+        return policy
+
+    def clear(self) -> None:
+        """Drop every policy and reset the counters."""
+        with self._lock:
+            self._policies.clear()
+            self._hits = self._misses = self._evictions = 0
+
+    def _load(self, sha256: str) -> NeuralPolicy:
+        policy = load_snapshot_policy(
+            self.source, sha256, self.device, self.temperature, max_bytes=self.max_bytes
+        )
+        log.debug("loaded snapshot %s on %s", sha256[:16], self.device)
+        return policy
+
+
+def load_snapshot_policy(
+    source: SnapshotSource,
+    sha256: str,
+    device: str | torch.device = "cpu",
+    temperature: float = 1.0,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> NeuralPolicy:
+    """Fetch one snapshot, validate it fully and build its policy (no caching).
+
+    Matches ``arena.runners.SnapshotLoader`` as
+    ``functools.partial(load_snapshot_policy, pool)`` called with ``(sha256, device)``.
+
+    Raises:
+        SnapshotNotFound: The source has no such snapshot.
+        SnapshotCorrupt: The fetched bytes do not hash to ``sha256``.
+        InvalidSubmission: The bytes fail checkpoint validation.
+    """
+    weights, spec = source.get(check_sha256(sha256))
+    checkpoint = load_checkpoint_bytes(weights, spec.to_json(), max_bytes=max_bytes)
+    if checkpoint.sha256 != sha256:
+        raise SnapshotCorrupt(
+            f"snapshot {sha256} was served with bytes hashing to {checkpoint.sha256}; "
+            "refusing to load it"
+        )
+    return NeuralPolicy(checkpoint, device=device, temperature=temperature)
