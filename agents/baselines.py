@@ -29,6 +29,7 @@ class ScriptedPolicy:
 
     name = "scripted"
     weights_hash: str | None = None
+    bounded_runtime = True  # vectorized numpy over a fixed-size board
 
     def __init__(self, epsilon: float = 0.0) -> None:
         if not 0.0 <= epsilon <= 1.0:

@@ -80,6 +80,9 @@ class NeuralPolicy:
         spec: The checkpoint spec (env, role, arch, hparams, ...).
     """
 
+    bounded_runtime = True  # one forward pass of a registry architecture of bounded size
+
+
     def __init__(
         self,
         checkpoint: LoadedCheckpoint,

@@ -98,6 +98,8 @@ class Policy(Protocol):
     Attributes:
         agent_id: Stable id, e.g. ``heuristic:epsilon=0.3`` or ``mlp-<sha256[:16]>``.
         weights_hash: sha256 of the weights file for neural agents, else ``None``.
+        bounded_runtime: (optional) ``True`` for policies whose ``act`` cannot hang
+            (Arena's own); the engine then times them without a watchdog thread.
     """
 
     agent_id: str

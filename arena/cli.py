@@ -205,6 +205,15 @@ def list_envs_cmd() -> None:
     console.print(table)
 
 
+def _register_service_commands() -> None:
+    from arena.cli_service import register
+
+    register(app)
+
+
+_register_service_commands()
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     app()

@@ -105,3 +105,50 @@ def sample_ladder_pairs(
         pairs.extend((int(f // m), int(f % m)) for f in flat)
     swap = rng.random(len(pairs)) < 0.5
     return [(j, i) if s else (i, j) for (i, j), s in zip(pairs, swap)]
+
+
+@dataclass
+class Standing:
+    """An agent's rating in one role plus its rated W/D/L."""
+
+    rating: Rating
+    games: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    last_match: int | None = None
+
+
+class RatingBook:
+    """Ratings and rated W/D/L of a ladder, advanced one match at a time.
+
+    The live recorder loads the book's rows for the agents of a batch, applies the
+    batch in sequence order and writes the rows back; a rebuild applies the whole match
+    log to an empty book. Both go through :meth:`apply`, so they agree exactly.
+    """
+
+    def __init__(self, env: RatingEnv, standings: Mapping[RatingKey, Standing] | None = None) -> None:
+        self.env = env
+        self.standings: dict[RatingKey, Standing] = dict(standings or {})
+
+    def rating(self, key: RatingKey) -> Rating:
+        found = self.standings.get(key)
+        return found.rating if found is not None else self.env.new_rating()
+
+    def apply(self, team_agents: Sequence[str], roles: Sequence[str], winner: int | None,
+              match: int | None = None) -> list[RatingChange]:
+        """Rate one match and update W/D/L; returns the rating changes (empty if unrated)."""
+        keys = list(zip(team_agents, roles))
+        changes = rate_match({k: self.rating(k) for k in keys}, team_agents, roles, winner, env=self.env)
+        for team, change in enumerate(changes):
+            key = (change.agent, change.role)
+            st = self.standings.get(key) or Standing(self.env.new_rating())
+            st.rating, st.games, st.last_match = change.after, st.games + 1, match
+            if winner is None:
+                st.draws += 1
+            elif winner == team:
+                st.wins += 1
+            else:
+                st.losses += 1
+            self.standings[key] = st
+        return changes

@@ -30,3 +30,4 @@ from tests.fixtures_redis import (  # noqa: E402,F401 - fixtures shared by the s
     redis_url,
     system_redis_url,
 )
+from tests.fixtures_db import *  # noqa: E402,F401,F403 - db_url (SQLite + PostgreSQL) and friends

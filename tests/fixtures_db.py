@@ -1,7 +1,8 @@
 """Database fixtures: every test that asks for ``db_url`` runs on SQLite and PostgreSQL.
 
-Import into ``tests/conftest.py`` (``from tests.fixtures_db import *``, or
-``pytest_plugins = ["tests.fixtures_db"]``).
+Import into ``tests/conftest.py`` with ``from tests.fixtures_db import *`` (or name all
+of ``__all__``: ``db_url`` looks ``postgres_database_url`` up by name), or list
+``"tests.fixtures_db"`` in ``pytest_plugins``.
 
 * ``db_url`` - an EMPTY database private to one test: a fresh SQLite file, or a fresh
   PostgreSQL schema (selected through ``search_path`` in the URL's ``options``).

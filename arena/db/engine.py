@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import json
+import sqlite3
+import time
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, make_url
@@ -22,6 +24,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+SQLITE_MIN_VERSION = (3, 35)  # RETURNING
+SQLITE_BEGIN_MODES = ("DEFERRED", "IMMEDIATE", "EXCLUSIVE")
 
 # Compact JSON; NaN/inf are refused here rather than by PostgreSQL (which rejects
 # them as invalid JSON) so both backends fail the same way.
@@ -45,6 +49,11 @@ def make_engine(url: str, *, echo: bool = False, **kwargs: Any) -> Engine:
     is_sqlite = parsed.get_backend_name() == "sqlite"
     in_memory = is_sqlite and parsed.database in (None, "", ":memory:")
     if is_sqlite:
+        if sqlite3.sqlite_version_info < SQLITE_MIN_VERSION:
+            raise RuntimeError(
+                f"Arena needs SQLite >= 3.35 (for RETURNING); this Python links "
+                f"{sqlite3.sqlite_version}. Use a newer Python build or PostgreSQL."
+            )
         if in_memory:
             # Each connection to :memory: is its own database: share one connection.
             options.update(poolclass=StaticPool, connect_args={"check_same_thread": False})
@@ -66,17 +75,43 @@ def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
         dbapi_connection.isolation_level = None  # we emit BEGIN ourselves (see module doc)
         cursor = dbapi_connection.cursor()
         try:
-            if wal:
-                cursor.execute("PRAGMA journal_mode=WAL")
-                cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            if wal:
+                _enable_wal(cursor)
+                cursor.execute("PRAGMA synchronous=NORMAL")
         finally:
             cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN")
+        # ``conn.execution_options(sqlite_begin="IMMEDIATE")`` takes the write lock up
+        # front: a transaction that reads and then writes cannot then fail with
+        # SQLITE_BUSY when another writer committed in between.
+        mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
+        if mode not in SQLITE_BEGIN_MODES:
+            raise ValueError(f"sqlite_begin must be one of {SQLITE_BEGIN_MODES}, got {mode!r}")
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def _enable_wal(cursor: sqlite3.Cursor) -> None:
+    """Switches the database file to WAL (a persistent setting), retrying while locked.
+
+    Switching needs an exclusive lock and SQLite does not wait for it through the busy
+    handler, so processes opening a brand-new database at the same moment (services
+    starting together) would otherwise fail with "database is locked".
+    """
+    if cursor.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+        return
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:

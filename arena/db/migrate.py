@@ -8,15 +8,19 @@ them with :func:`alembic_config` (see ``arena/db/migrations/README``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import text
 
 from arena.db.engine import make_engine
 
+# pg_advisory_xact_lock key serialising concurrent upgrade() calls ("arena.mg").
+MIGRATION_LOCK = int.from_bytes(b"arena.mg", "big") >> 1
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 
@@ -62,14 +66,22 @@ def head_revision() -> str:
     return head
 
 
-def _run(url: str, action) -> None:  # type: ignore[no-untyped-def]
-    # The URL travels as an object, not through the ini parser: ``%`` in a URL (e.g.
-    # an encoded search_path option) would break configparser interpolation.
+def _run(url: str, action: Callable[[Config], None]) -> None:
+    # The connection travels in ``attributes``, not as a URL through the ini parser:
+    # ``%`` in a URL (e.g. an encoded search_path option) breaks its interpolation.
     engine = make_engine(url)
     try:
-        with engine.begin() as connection:
-            config = alembic_config()
-            config.attributes["connection"] = connection
-            action(config)
+        with engine.connect() as connection:
+            # Services call upgrade() on every start, possibly several at once: the
+            # first migrates while the others wait, then find the schema at head.
+            connection.execution_options(sqlite_begin="IMMEDIATE")
+            with connection.begin():
+                if connection.dialect.name == "postgresql":
+                    connection.execute(
+                        text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK}
+                    )
+                config = alembic_config()
+                config.attributes["connection"] = connection
+                action(config)
     finally:
         engine.dispose()

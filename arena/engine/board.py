@@ -57,9 +57,13 @@ def play_board_matches(
         who = agent_idx[rows, seat]
         actions = np.empty(rows.size, dtype=np.int64)
         row_codes = np.empty(rows.size, dtype=np.int8)
+        streams = MatchRng(seeds[rows], seat, plies)
         for p in np.unique(who):
-            sel = np.flatnonzero(who == p) if len(ids) > 1 else slice(None)
-            rng = MatchRng(seeds[rows[sel]], seat[sel], plies[sel])
+            if len(ids) == 1:
+                sel, rng = slice(None), streams
+            else:
+                sel = np.flatnonzero(who == p)
+                rng = streams.subset(sel)
             res = caller.act(policies[ids[p]], obs[sel], mask[sel], rng)
             actions[sel], row_codes[sel] = res.actions, res.codes
             if res.detail:

@@ -41,8 +41,10 @@ class ActResult:
 class PolicyCaller:
     """Runs ``policy.act`` with an optional wall-clock budget per call.
 
-    With a budget, the call runs on a helper thread; a call that overruns is
-    abandoned (Python cannot kill a thread) and a fresh thread serves the next call.
+    Policies marked ``bounded_runtime`` (Arena's scripted baselines and neural
+    policies) are timed in-line: an overrun is detected when the call returns. Any
+    other policy runs on a watchdog thread; a call that overruns is abandoned (Python
+    cannot kill a thread) and a fresh thread serves the next call.
     """
 
     def __init__(self, time_budget_s: float | None = None) -> None:
@@ -52,6 +54,15 @@ class PolicyCaller:
     def _call(self, policy: Policy, obs: np.ndarray, mask: np.ndarray, rng: MatchRng):
         if self.time_budget_s is None:
             return policy.act(obs, mask, rng)
+        if getattr(policy, "bounded_runtime", False):
+            # Arena's own policies cannot hang (scripted numpy, or a forward pass of a
+            # registry architecture), so they are timed in-line: a watchdog-thread
+            # hand-off per call would halve the engine's throughput.
+            start = time.perf_counter()
+            out = policy.act(obs, mask, rng)
+            if time.perf_counter() - start > self.time_budget_s:
+                raise cf.TimeoutError
+            return out
         if self._pool is None:
             self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="policy")
         future = self._pool.submit(policy.act, obs, mask, rng)

@@ -101,6 +101,16 @@ def test_stored_match_round_trips_to_the_engine_record(db_session):
     assert repo.get_match(db_session, "no-such-id") is None
 
 
+def test_a_nul_character_in_the_detail_is_stored_escaped(db_session):
+    # Forfeit details quote agent-controlled exception text; PostgreSQL text rejects NUL.
+    setup_env(db_session)
+    row = match(detail="boom\x00tail", termination="error", forfeit_seat=1)
+
+    repo.insert_matches(db_session, [row])
+
+    assert repo.get_match(db_session, row["id"]).detail == "boom\\x00tail"
+
+
 def test_rows_with_missing_or_unknown_fields_are_refused(db_session):
     setup_env(db_session)
     row = match()

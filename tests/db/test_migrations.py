@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
@@ -66,3 +68,26 @@ def test_downgrade_to_base_then_upgrade_again(migrated_db_url):
 
     assert current_revision(migrated_db_url) == head_revision()
     assert _tables(migrated_db_url) == TABLES | {"alembic_version"}
+
+
+def test_concurrent_upgrades_migrate_once(db_url):
+    # Every service process calls upgrade() on start; simultaneous starts must not race.
+    errors: list[Exception] = []
+    start = threading.Barrier(3)
+
+    def migrate():
+        try:
+            start.wait()
+            upgrade(db_url)
+        except Exception as exc:  # noqa: BLE001  (asserted on below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=migrate) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert current_revision(db_url) == head_revision()
+    assert _tables(db_url) == TABLES | {"alembic_version"}

@@ -1,0 +1,1 @@
+"""Alembic environment and revision scripts (a package so that installs ship them)."""

@@ -1,0 +1,158 @@
+"""League throughput end to end: scheduled -> played -> rated -> committed.
+
+50 agents on ``connect_four-v3``: scripted heuristics of graded epsilon plus small MLP
+snapshots held in the Redis snapshot pool (embedded Valkey); 2 Ray MatchWorker
+actors; SQLite. In the same run, the naive service loop a competent person writes:
+one PettingZoo match at a time (one policy call per move), ``trueskill.rate_1vs1``,
+one ORM commit per match.
+
+    python benchmarks/league.py [--matches 40960] [--workers 2] [--naive-seconds 15]
+
+Prints a table, then one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# This file is named like the ``league`` package: run as a script, its folder would
+# shadow the package on sys.path, so put the repository root there instead.
+_ROOT = Path(__file__).resolve().parent.parent
+if sys.path and Path(sys.path[0]).resolve() == _ROOT / "benchmarks":
+    sys.path[0] = str(_ROOT)
+
+import numpy as np
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+from agents.catalog import make_policy  # noqa: E402
+from agents.checkpoint import serialize_weights  # noqa: E402
+from agents.neural import random_init_checkpoint  # noqa: E402
+from agents.policy import MatchRng, derive_seed  # noqa: E402
+from arena.db import make_engine, models, session_factory, upgrade  # noqa: E402
+from arena.db import repositories as repo  # noqa: E402
+from arena.ladder import Ladder, LadderConfig  # noqa: E402
+from arena.ray_runner import RayMatchRunner, init_ray  # noqa: E402
+from arena.runners import AgentSource  # noqa: E402
+from arena.services import open_services  # noqa: E402
+from arena.settings import Settings  # noqa: E402
+from envs.registry import make_env  # noqa: E402
+
+ENV = "connect_four-v3"
+
+
+def league_agents(services, n_scripted: int = 27, n_mlp: int = 23) -> list[AgentSource]:
+    """Heuristics with epsilon 0..1 plus MLP snapshots stored in the pool."""
+    sources = [AgentSource(key=k, builtin=k) for k in
+               (make_policy(f"heuristic:epsilon={e:.3f}", ENV).agent_id
+                for e in np.linspace(0.0, 1.0, n_scripted))]
+    for i in range(n_mlp):
+        state, spec = random_init_checkpoint(ENV, "mlp", {"hidden": [64, 64]}, seed=1000 + i)
+        sha = services.pool.put(serialize_weights(state), spec, pool=f"bench.{ENV}")
+        sources.append(AgentSource(key=f"mlp-{sha[:16]}", snapshot=sha))
+    return sources
+
+
+def run_league(services, sources, matches: int, workers: int) -> dict:
+    ladder = Ladder(services.sessions, LadderConfig(ENV, batch_size=8192, seed=1))
+    ladder.add_agents([s for s in sources if s.builtin], kind="builtin")
+    ladder.add_agents([s for s in sources if s.snapshot], kind="neural")
+    init_ray(num_cpus=workers)
+    runner = RayMatchRunner(workers, snapshots_factory=services.snapshot_cache_factory())
+    ladder.run(runner, 2 * 8192)  # warm-up: actors start, snapshots load
+    with services.sessions() as session:
+        before = repo.count_matches(session, ENV)
+    start = time.perf_counter()
+    progress = ladder.run(runner, matches)
+    elapsed = time.perf_counter() - start
+    runner.close()
+    with services.sessions() as session:
+        stored = repo.count_matches(session, ENV) - before
+    return {"mps": progress.recorded / elapsed, "scheduled": progress.scheduled,
+            "recorded": stored, "lost": progress.scheduled - stored,
+            "duplicated": max(0, stored - progress.recorded)}
+
+
+def run_naive(sources, services, seconds: float, db_path: Path) -> float:
+    """One match at a time, one policy call per move, trueskill, one commit per match."""
+    import trueskill
+
+    from arena.snapshot_cache import SnapshotCache
+
+    url = f"sqlite:///{db_path}"
+    upgrade(url)
+    sessions = session_factory(make_engine(url))
+    cache = SnapshotCache(services.pool, capacity=64)
+    policies = {s.key: make_policy(s.builtin, ENV) if s.builtin else cache.get(s.snapshot) for s in sources}
+    keys = sorted(policies)
+    ts = trueskill.TrueSkill()
+    ratings = {k: ts.create_rating() for k in keys}
+    env = make_env(ENV)
+    rng = np.random.default_rng(0)
+    with sessions.begin() as s:
+        repo.ensure_env(s, ENV, {})
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        a, b = rng.choice(len(keys), size=2, replace=False)
+        seats = [keys[a], keys[b]]
+        seed = derive_seed(2, done)
+        env.reset(seed=seed % 2**31)
+        actions = []
+        for agent in env.agent_iter():
+            obs, _, term, trunc, _ = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            seat = env.agents.index(agent)
+            mask = obs["action_mask"].astype(bool)[None]
+            act = int(policies[seats[seat]].act(obs["observation"][None], mask,
+                                                MatchRng(np.array([seed]), np.array([seat]),
+                                                         np.array([len(actions)])))[0])
+            actions.append([seat, act])
+            env.step(act)
+        r0 = env.rewards[env.possible_agents[0]] if env.rewards else 0
+        winner = None if r0 == 0 else (0 if r0 > 0 else 1)
+        if winner is None:
+            ratings[seats[0]], ratings[seats[1]] = trueskill.rate_1vs1(ratings[seats[0]], ratings[seats[1]], drawn=True, env=ts)
+        else:
+            w, l = seats[winner], seats[1 - winner]
+            ratings[w], ratings[l] = trueskill.rate_1vs1(ratings[w], ratings[l], env=ts)
+        with sessions() as s:
+            s.add(models.Match(id=f"naive-{done}", env_id=ENV, seed=seed, seats=seats, weights=[None, None],
+                               actions=actions, scores=[float(r0), float(-r0)], winner=winner,
+                               termination="normal", detail="", rated=True))
+            s.commit()
+        done += 1
+    return done / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--matches", type=int, default=40960)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--naive-seconds", type=float, default=15.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(data_dir=Path(tmp))
+        with open_services(settings) as services:
+            sources = league_agents(services)
+            league = run_league(services, sources, args.matches, args.workers)
+            naive_mps = run_naive(sources, services, args.naive_seconds, Path(tmp) / "naive.db")
+    print(f"{'method':<60}{'matches/s':>12}")
+    print(f"{'naive service loop (1 match, trueskill, 1 commit/match)':<60}{naive_mps:>12,.1f}")
+    print(f"{f'arena league ({len(sources)} agents, {args.workers} Ray workers, SQLite)':<60}{league['mps']:>12,.1f}")
+    print(json.dumps({
+        "naive_mps": round(naive_mps, 1), "league_mps": round(league["mps"], 1),
+        "ratio": round(league["mps"] / naive_mps, 1), "scheduled": league["scheduled"],
+        "recorded": league["recorded"], "lost": league["lost"], "duplicated": league["duplicated"],
+    }))
+
+
+if __name__ == "__main__":
+    main()
