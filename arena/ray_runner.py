@@ -18,6 +18,7 @@ import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, ObjectLostError, RayActorError, WorkerCrashedError
 
 from arena.engine import MatchEngine, MatchRecord
+from arena.engine.records import gc_paused
 from arena.runners import MatchBatch, PolicyResolver, SnapshotPolicies, play_batch
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,8 @@ class RayMatchRunner:
             for ref in ready:
                 batch = inflight.pop(ref)
                 try:
-                    records = ray.get(ref)
+                    with gc_paused():  # unpickling thousands of records
+                        records = ray.get(ref)
                 except LOST_WORK as exc:
                     self.redispatched += 1
                     log.warning("batch %d lost (%s); re-dispatching its %d matches with the same ids",

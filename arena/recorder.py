@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.db import repositories as repo
 from arena.engine import MatchRecord
+from arena.engine.records import gc_paused
 from envs.spec import EnvSpec
 from league.ladder import RatingBook, Standing
 from league.ratings import Rating, RatingEnv
@@ -83,7 +84,7 @@ class MatchRecorder:
     def record(self, records: list[MatchRecord], agent_ids: dict[str, int]) -> RecordOutcome:
         """Record ``records`` once; rate the newly inserted ones in sequence order."""
         spec = self.spec
-        with self.sessions.begin() as session:
+        with gc_paused(), self.sessions.begin() as session:
             rows = [repo.match_row(r, league_id=self.league_id) for r in records]
             new = repo.insert_matches(session, rows)
             fresh = sorted((new[r.match_id], r) for r in records if r.match_id in new)

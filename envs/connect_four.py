@@ -48,6 +48,28 @@ class ConnectFourCore(BoardCore):
         return landing_row * COLS + actions
 
 
+# Bitboards for move generation: cell (r, c) is bit r * 8 + c. The eighth column of
+# every row is always empty, so shifting a line across a row boundary breaks it.
+_SHIFTS = tuple(np.uint64(x) for x in (1, 8, 7, 9))  # horizontal, vertical, both diagonals
+_ROW_PAD = np.zeros((1, 1, 1), dtype=bool)
+
+
+def _bitboards(cells: np.ndarray) -> np.ndarray:
+    """``(k, 6, 7)`` bool -> ``(k,)`` uint64 in the 8-wide layout."""
+    k = cells.shape[0]
+    padded = np.concatenate([cells, np.broadcast_to(_ROW_PAD, (k, ROWS, 1))], axis=2)
+    packed = np.packbits(padded.reshape(k, ROWS * 8), axis=1, bitorder="little")  # (k, 6)
+    return np.pad(packed, ((0, 0), (0, 2))).view(np.uint64)[:, 0]
+
+
+def _has_four(b: np.ndarray) -> np.ndarray:
+    out = np.zeros(b.shape, dtype=bool)
+    for s in _SHIFTS:
+        m = b & (b >> s)
+        out |= (m & (m >> (s + s))) != 0
+    return out
+
+
 def winning_columns(own: np.ndarray, occupied: np.ndarray) -> np.ndarray:
     """Which columns complete four-in-a-row for the owner of ``own`` if played now.
 
@@ -58,13 +80,8 @@ def winning_columns(own: np.ndarray, occupied: np.ndarray) -> np.ndarray:
     Returns:
         ``(k, 7)`` bool; full columns are never winning.
     """
-    k = own.shape[0]
     heights = occupied.sum(axis=1)  # (k, 7)
     legal = heights < ROWS
-    landing = (ROWS - 1 - np.minimum(heights, ROWS - 1)) * COLS + np.arange(COLS)
-    flat = own.reshape(k, -1)
-    windows = WINDOWS[landing]  # (k, 7, L, 4)
-    pieces = flat[np.arange(k)[:, None, None, None], windows]
-    # The landing cell itself is empty; count it as ours.
-    pieces |= windows == landing[:, :, None, None]
-    return pieces.all(-1).any(-1) & legal
+    landing = ((ROWS - 1 - np.minimum(heights, ROWS - 1)) * 8 + np.arange(COLS)).astype(np.uint64)
+    moves = np.left_shift(np.uint64(1), landing)
+    return _has_four(_bitboards(own)[:, None] | moves) & legal

@@ -18,6 +18,7 @@ from arena.engine.records import (
     MatchRecord,
     Termination,
     forfeit_scores,
+    gc_paused,
 )
 from envs.board_core import BoardCore
 from envs.spec import EnvSpec
@@ -81,32 +82,40 @@ def play_board_matches(
         codes[over], live[over] = STEP_LIMIT, False
 
     rewards = core.rewards(batch, np.arange(n))
-    return _records(spec, jobs, batch.winner, batch.plies, actlog, rewards, codes, forfeit_seat,
-                    details, policies)
+    with gc_paused():
+        return _records(spec, jobs, batch.winner, batch.plies, actlog, rewards, codes, forfeit_seat,
+                        details, policies)
+
+
+_TERM_VALUES = [t.value for t in TERMINATIONS]
+_TERM_FORFEIT = [t.is_forfeit for t in TERMINATIONS]
 
 
 def _records(spec, jobs, winner, plies, actlog, rewards, codes, forfeit_seat, details, policies):
     """Assemble :class:`MatchRecord` objects (the only per-match Python loop)."""
     seat_team = spec.seat_team
-    weights = {a: policies[a].weights_hash for j in jobs for a in j.agents}
+    weights = {a: policies[a].weights_hash for a in {a for j in jobs for a in j.agents}}
+    n_logged = (plies + (codes == ILLEGAL)).tolist()
+    actlog_l, rewards_l = actlog.tolist(), rewards.tolist()
+    codes_l, winner_l, offender_l = codes.tolist(), winner.tolist(), forfeit_seat.tolist()
     out = []
-    actlog_l, plies_l, rewards_l = actlog.tolist(), plies.tolist(), rewards.tolist()
     for i, job in enumerate(jobs):
-        code = TERMINATIONS[codes[i]]
-        n_logged = plies_l[i] + (1 if codes[i] == ILLEGAL else 0)
-        actions = list(zip(ALTERNATE[:n_logged], actlog_l[i][:n_logged]))
-        if code.is_forfeit:
-            offender = int(forfeit_seat[i])
+        code = codes_l[i]
+        n = n_logged[i]
+        actions = list(zip(ALTERNATE[:n], actlog_l[i][:n]))
+        if _TERM_FORFEIT[code]:
+            offender = offender_l[i]
             scores = forfeit_scores(spec.num_seats, seat_team, offender)
             win = 1 - offender
         else:
             offender = None
             scores = rewards_l[i]
-            win = int(winner[i]) if winner[i] >= 0 else None
+            win = winner_l[i] if winner_l[i] >= 0 else None
+        agents = job.agents
         out.append(MatchRecord(
-            env=spec.env_id, seed=job.seed, seats=list(job.agents),
-            weights=[weights[a] for a in job.agents], actions=actions, scores=scores,
-            winner=win, termination=code.value, forfeit_seat=offender,
-            match_id=job.match_id, detail=details.get(i, ""),
+            env=spec.env_id, seed=job.seed, seats=list(agents),
+            weights=[weights[a] for a in agents], actions=actions, scores=scores,
+            winner=win, termination=_TERM_VALUES[code], forfeit_seat=offender,
+            match_id=job.match_id, detail=details.get(i, "") if details else "",
         ))
     return out
