@@ -8,6 +8,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from league.ladder import DEFAULT_TARGET_SIGMA
 from envs.errors import ArenaError
 
 ladder_app = typer.Typer(help="Rated ladders persisted in the database.", no_args_is_help=True)
@@ -53,17 +54,24 @@ def agent_sources(names: list[str], env_id: str, services) -> tuple[list, dict[s
     return sources, kinds
 
 
-def leaderboard_table(sessions, env_id: str, role: str, limit: int) -> Table:
+def leaderboard_table(sessions, env_id: str, role: str, limit: int,
+                      target_sigma: float = DEFAULT_TARGET_SIGMA) -> Table:
+    """mu, sigma, mu-3sigma, W/D/L, and the expected matches until sigma reaches the target."""
     from arena.db import repositories as repo
+    from league.matchmaking import expected_matches_to_sigma
+    from league.ratings import Rating, RatingEnv
 
+    env = RatingEnv()
     with sessions() as session:
         board = repo.leaderboard(session, env_id, role, limit=limit)
     table = Table(title=f"{env_id} leaderboard ({role})")
-    for col in ("#", "agent", "mu", "sigma", "mu-3sigma", "games", "W", "D", "L"):
+    for col in ("#", "agent", "mu", "sigma", "mu-3sigma", "games", "W", "D", "L", "to settle"):
         table.add_column(col, justify="left" if col == "agent" else "right", no_wrap=col == "agent")
     for e in board:
+        left = expected_matches_to_sigma(Rating(e.mu, e.sigma), target_sigma, env=env)
         table.add_row(str(e.rank), e.key, f"{e.mu:.2f}", f"{e.sigma:.2f}", f"{e.conservative:.2f}",
-                      str(e.games), str(e.wins), str(e.draws), str(e.losses))
+                      str(e.games), str(e.wins), str(e.draws), str(e.losses),
+                      "settled" if left == 0 else f"~{left:.0f}")
     return table
 
 

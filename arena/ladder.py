@@ -21,7 +21,7 @@ from arena.engine import MatchJob
 from arena.recorder import MatchRecorder, load_book
 from arena.runners import AgentSource, MatchBatch, MatchRunner
 from envs.registry import get_spec
-from league.ladder import RatingBook, sample_ladder_pairs
+from league.ladder import DEFAULT_TARGET_SIGMA, RatingBook, sample_ladder_pairs
 from league.ratings import RatingEnv
 
 
@@ -38,7 +38,7 @@ class LadderConfig:
 
     env_id: str
     batch_size: int = 4096
-    target_sigma: float = 1.5
+    target_sigma: float = DEFAULT_TARGET_SIGMA
     seed: int = 0
 
 

@@ -17,6 +17,7 @@ from league.ratings import Rating, RatingEnv, rate_teams
 from league.ratings_fast import rate_1v1_fast
 
 RatingKey = tuple[str, str]  # (agent key, role)
+DEFAULT_TARGET_SIGMA = 1.5  # an agent is "placed" once its sigma is at most this
 
 
 @dataclass(frozen=True)

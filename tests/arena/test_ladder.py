@@ -85,3 +85,41 @@ def test_skill_recovery_orders_epsilon_heuristics(tmp_path):
     strength = {e.key: e.mu for e in board}
     tau = kendall_tau([-e for e in EPSILONS], [strength[n] for n in names])
     assert tau >= 0.9, (tau, strength)
+
+
+def test_redis_flushed_mid_run_pool_is_rebuilt_and_the_run_completes(migrated_db_url, redis_url, tmp_path):
+    from agents.checkpoint import serialize_weights
+    from agents.neural import random_init_checkpoint
+    from arena.redis_server import connect_redis
+    from arena.snapshot_cache import SnapshotCache
+    from arena.snapshot_pool import RedisSnapshotPool
+    from arena.snapshot_store import FileSnapshotStore
+
+    client = connect_redis(redis_url)
+    pool = RedisSnapshotPool(client, FileSnapshotStore(tmp_path / "snapshots"))
+    sources = [AgentSource(key="heuristic", builtin="heuristic")]
+    for i in range(4):
+        state, spec = random_init_checkpoint("connect_four-v3", "mlp", {"hidden": [16]}, seed=i)
+        sha = pool.put(serialize_weights(state), spec, pool="ladder.connect_four-v3")
+        sources.append(AgentSource(key=f"mlp-{sha[:16]}", snapshot=sha))
+    sessions = session_factory(make_engine(migrated_db_url))
+    ladder = Ladder(sessions, LadderConfig("connect_four-v3", batch_size=200, seed=1))
+    ladder.add_agents(sources[:1], kind="builtin")
+    ladder.add_agents(sources[1:], kind="neural")
+    # A cache of one policy forces fetches from Redis all through the run.
+    cache = SnapshotCache(RedisSnapshotPool(connect_redis(redis_url), FileSnapshotStore(tmp_path / "snapshots")),
+                          capacity=1)
+    flushed = []
+
+    def flush_once(progress) -> None:
+        if progress.batches == 2 and not flushed:
+            client.flushdb()
+            flushed.append(progress.recorded)
+
+    progress = ladder.run(InProcessRunner(cache), 1400, on_progress=flush_once)
+    assert flushed == [400]
+    assert progress.recorded == progress.scheduled == 1400
+    assert cache.stats.misses > 5
+    # The pool's index and weights are back in Redis, restored from the durable copy.
+    assert sorted(pool.list("ladder.connect_four-v3")) == sorted(s.snapshot for s in sources[1:])
+    assert client.exists(*[pool.keys.snapshot(s.snapshot) for s in sources[1:]]) == 4
