@@ -6,7 +6,7 @@ PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test install dev bench lint clean
+.PHONY: run test install dev browser bench lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,15 @@ dev: $(DEVSTAMP)
 run: $(STAMP)
 	$(VENV)/bin/arena demo
 
+## browser: Debian's chromium for the browser tests (never a downloaded browser build).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium not found and cannot install it: browser tests will be skipped"; fi; }
+
 ## test: install dev dependencies and run the whole suite (slow, ray, postgres included).
-test: $(DEVSTAMP)
+test: $(DEVSTAMP) browser
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
 
 bench: $(STAMP)

@@ -184,9 +184,50 @@ def db_upgrade() -> None:
     _console().print(f"database at revision {current_revision(resolved_database_url(settings))}")
 
 
+def serve(
+    host: str = typer.Option(None, help="Bind address (default ARENA_HOST, 127.0.0.1)."),
+    port: int = typer.Option(None, help="Port (default ARENA_PORT, 8000)."),
+    workers: int = typer.Option(1, min=0, help="Ray MatchWorker actors (0: play in the server process)."),
+    demo: bool = typer.Option(True, "--demo/--no-demo", help="Seed demo agents into an empty database."),
+    max_rate: float = typer.Option(2000.0, help="Upper bound on rated matches/s per env."),
+) -> None:
+    """Start the API, the web UI, the scheduler and local Ray workers on the configured services."""
+    import uvicorn
+
+    from arena.api.app import create_app
+    from arena.runners import InProcessRunner
+    from arena.service import ArenaService, ServiceConfig, seed_demo
+    from arena.services import open_services
+    from arena.settings import get_settings
+
+    settings = get_settings()
+    console = _console()
+    try:
+        with open_services(settings) as services:
+            config = ServiceConfig(max_rate=max_rate)
+            if demo:
+                n = seed_demo(services, config.envs)
+                if n:
+                    console.print(f"seeded {n} demo agents on {', '.join(config.envs)}")
+            runner = _runner(workers, services) if workers > 0 else InProcessRunner(
+                services.snapshot_cache_factory()())
+            service = ArenaService(services, runner, config).start()
+            url = f"http://{host or settings.host}:{port or settings.port}"
+            console.print(f"Arena is up: [bold]{url}[/] (API docs at {url}/docs); Ctrl-C stops it")
+            try:
+                uvicorn.run(create_app(services), host=host or settings.host, port=port or settings.port,
+                            log_level="warning")
+            finally:
+                service.stop()
+                runner.close()
+    except ArenaError as exc:
+        _fail(str(exc))
+
+
 def register(app: typer.Typer) -> None:
     """Attach the service commands to the main ``arena`` app."""
     app.add_typer(ladder_app, name="ladder")
     app.add_typer(ratings_app, name="ratings")
     app.add_typer(db_app, name="db")
     app.command("leaderboard")(leaderboard)
+    app.command("serve")(serve)

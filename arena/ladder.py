@@ -81,6 +81,16 @@ class Ladder:
             self.sources.update({s.key: s for s in sources})
             self.book = load_book(session, self.env, self.agent_ids)
 
+    def sync_agents(self, sources: list[AgentSource]) -> None:
+        """Make ``sources`` (agents already in the database) the ladder's exact roster."""
+        if {s.key: s for s in sources} == self.sources:
+            return
+        with self.sessions() as session:
+            ids = repo.get_or_create_agents(session, self.spec.env_id, [s.key for s in sources], "builtin")
+            self.agent_ids = ids
+            self.sources = {s.key: s for s in sources}
+            self.book = load_book(session, self.env, ids)
+
     def _batches(self, total: int, progress: LadderProgress) -> Iterator[MatchBatch]:
         rng = np.random.default_rng(self.config.seed)
         keys = sorted(self.sources)

@@ -1,0 +1,465 @@
+"""A small synchronous Python client of the Arena HTTP API (``/api/v1``).
+
+    from arena.client import ArenaClient
+
+    with ArenaClient("http://127.0.0.1:8000") as arena:
+        token = arena.create_user("ada")["token"]       # shown once; keep it
+        arena.token = token
+        agent = arena.submit_agent("agent.safetensors", name="first try")
+        arena.wait_for_status(agent["id"], {"rated", "rejected"}, timeout=600)
+        for row in arena.leaderboard("connect_four-v3")["data"]:
+            print(row["rank"], row["name"], row["conservative"])
+
+Every method returns the server's JSON as plain ``dict``/``list`` values (the same
+names the API documents), so the client never lags behind the server's schema.
+Paginated endpoints also have an ``iter_*`` generator that follows the pages.
+
+Errors: a 4xx/5xx answer raises :class:`ArenaHTTPError` carrying the status and the
+server's own ``detail`` message; an unreachable server raises
+:class:`ArenaConnectionError`. Both derive from :class:`envs.errors.ArenaError`.
+
+The API token comes from the ``token`` argument, else the ``ARENA_TOKEN`` environment
+variable, else the token file written by ``arena user create`` / ``arena login``
+(:func:`token_path`: ``$ARENA_TOKEN_FILE``, else ``$XDG_CONFIG_HOME/arena/token``,
+else ``~/.config/arena/token``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Collection, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from envs.errors import ArenaError
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_SERVER",
+    "ArenaClient",
+    "ArenaConnectionError",
+    "ArenaHTTPError",
+    "ArenaTimeout",
+    "default_server",
+    "load_token",
+    "save_token",
+    "token_path",
+]
+
+DEFAULT_SERVER = "http://127.0.0.1:8000"
+API_PREFIX = "/api/v1"
+USER_AGENT = "arena-client/0.1"
+
+JSON = dict[str, Any]
+
+
+class ArenaHTTPError(ArenaError):
+    """The server answered with an error status.
+
+    Attributes:
+        status: The HTTP status code (also ``status_code``, as on every ArenaError).
+        detail: The server's message (its ``detail`` field), meant for the user.
+        method: HTTP method of the failed request.
+        url: URL of the failed request.
+    """
+
+    def __init__(self, status: int, detail: str, method: str = "", url: str = "") -> None:
+        super().__init__(f"{detail} (HTTP {status})")
+        self.status = status
+        self.status_code = status
+        self.detail = detail
+        self.method = method
+        self.url = url
+
+
+class ArenaConnectionError(ArenaError):
+    """The server could not be reached (not running, wrong URL, network down)."""
+
+    status_code = 503
+
+
+class ArenaTimeout(ArenaError, TimeoutError):
+    """A wait (e.g. :meth:`ArenaClient.wait_for_status`) ran out of time."""
+
+    status_code = 504
+
+
+def default_server() -> str:
+    """``$ARENA_SERVER`` or :data:`DEFAULT_SERVER`."""
+    return os.environ.get("ARENA_SERVER") or DEFAULT_SERVER
+
+
+def token_path() -> Path:
+    """Where ``arena user create`` / ``arena login`` keep the API token."""
+    override = os.environ.get("ARENA_TOKEN_FILE")
+    if override:
+        return Path(override).expanduser()
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config).expanduser() / "arena" / "token"
+
+
+def load_token() -> str | None:
+    """The token from ``$ARENA_TOKEN``, else the token file, else ``None``."""
+    token = os.environ.get("ARENA_TOKEN", "").strip()
+    if token:
+        return token
+    path = token_path()
+    try:
+        token = path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cannot read the Arena token file %s: %s", path, exc)
+        return None
+    return token or None
+
+
+def save_token(token: str) -> Path:
+    """Writes ``token`` to :func:`token_path`, readable by this user only (0600).
+
+    Returns:
+        The path written.
+    """
+    path = token_path()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # Create with 0600 from the start: the token never exists world-readable, even briefly.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    os.chmod(path, 0o600)  # an existing file keeps its mode through O_TRUNC
+    return path
+
+
+def _detail(response: httpx.Response) -> str:
+    """The user-facing message of an error response."""
+    try:
+        body = response.json()
+    except ValueError:
+        text = response.text.strip()
+        return text[:500] if text else response.reason_phrase or "error"
+    detail = body.get("detail", body) if isinstance(body, dict) else body
+    if isinstance(detail, list):  # FastAPI request validation: [{loc, msg, type}, ...]
+        parts = []
+        for item in detail:
+            if isinstance(item, dict):
+                loc = ".".join(str(p) for p in item.get("loc", ()) if p not in ("body", "query"))
+                parts.append(f"{loc}: {item.get('msg', item)}" if loc else str(item.get("msg", item)))
+            else:
+                parts.append(str(item))
+        return "; ".join(parts)
+    return detail if isinstance(detail, str) else json.dumps(detail)
+
+
+def _params(**values: Any) -> dict[str, Any]:
+    """Query parameters without the ``None`` ones."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+class ArenaClient:
+    """Synchronous client of one Arena server.
+
+    Args:
+        base_url: The server, e.g. ``http://127.0.0.1:8000`` (default ``$ARENA_SERVER``).
+        token: API token; default ``$ARENA_TOKEN`` or the token file (:func:`load_token`).
+        timeout: Seconds per request (connect, read and write each).
+        transport: An httpx transport (e.g. ``httpx.ASGITransport(app)`` for in-process use).
+
+    Attributes:
+        token: The bearer token sent with every request (settable).
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        timeout: float = 30,
+        *,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = (base_url or default_server()).rstrip("/")
+        self.token = token if token is not None else load_token()
+        self._http = httpx.Client(
+            base_url=self.base_url + API_PREFIX,
+            timeout=timeout,
+            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+            transport=transport,
+        )
+
+    def __enter__(self) -> ArenaClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the connection pool."""
+        self._http.close()
+
+    def __repr__(self) -> str:
+        return f"ArenaClient({self.base_url!r}, token={'set' if self.token else 'unset'})"
+
+    # -- plumbing ---------------------------------------------------------------
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One API call; returns the decoded JSON body (``None`` for an empty body).
+
+        Args:
+            method: HTTP method.
+            path: Path below ``/api/v1`` (e.g. ``"/agents/3"``).
+            **kwargs: Passed to :meth:`httpx.Client.request` (``params``, ``json``, ...).
+
+        Raises:
+            ArenaHTTPError: The server answered 4xx/5xx.
+            ArenaConnectionError: The server could not be reached.
+        """
+        headers = dict(kwargs.pop("headers", None) or {})
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            response = self._http.request(method, path, headers=headers, **kwargs)
+        except httpx.TimeoutException as exc:
+            raise ArenaConnectionError(
+                f"{method} {self.base_url}{API_PREFIX}{path} timed out ({exc.__class__.__name__})"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ArenaConnectionError(
+                f"cannot reach the Arena server at {self.base_url} ({exc}); is `arena serve` "
+                "running there? Set --server or ARENA_SERVER to point elsewhere."
+            ) from exc
+        if response.is_error:
+            detail = _detail(response)
+            if response.status_code == 401 and not self.token:
+                detail += "; no API token set: run `arena user create NAME` or `arena login`, or set ARENA_TOKEN"
+            log.debug("%s %s -> %s: %s", method, response.url, response.status_code, detail)
+            raise ArenaHTTPError(response.status_code, detail, method, str(response.url))
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    def _get(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, params=_params(**params))
+
+    # -- users and service --------------------------------------------------------
+
+    def health(self) -> JSON:
+        """``GET /health``: liveness and the state of the services behind the API."""
+        return self._get("/health")
+
+    def create_user(self, name: str) -> JSON:
+        """``POST /users``: ``{id, name, token}``; the token is shown only this once."""
+        return self.request("POST", "/users", json={"name": name})
+
+    def envs(self) -> JSON:
+        """``GET /envs``: ``{data: [env, ...], count}``."""
+        return self._get("/envs")
+
+    # -- agents -----------------------------------------------------------------
+
+    def submit_agent(
+        self,
+        weights: str | os.PathLike | bytes,
+        spec: str | os.PathLike | bytes | Mapping[str, Any] | None = None,
+        name: str | None = None,
+        env: str | None = None,
+    ) -> JSON:
+        """``POST /agents``: upload a checkpoint (needs a token).
+
+        Args:
+            weights: The ``.safetensors`` path, or its bytes.
+            spec: The spec as a dict, JSON text/bytes, or a path; default: the ``.json``
+                beside a ``weights`` path.
+            name: Display name; default the spec's ``name``, else the file's stem.
+            env: Env id; default the spec's ``env``.
+
+        Returns:
+            The new agent (``id``, ``key``, ``status``, ``queue_position``, ...).
+        """
+        filename = "agent.safetensors"
+        if isinstance(weights, bytes | bytearray):
+            data = bytes(weights)
+        else:
+            path = Path(weights)
+            if path.suffix == ".json":
+                path = path.with_suffix(".safetensors")
+            data = _read_file(path, "weights file")
+            filename = path.name
+            if spec is None:
+                spec = path.with_suffix(".json")
+        if spec is None:
+            raise ArenaError("a spec is required when the weights are given as bytes")
+        spec_text = _spec_text(spec)
+        try:
+            parsed = json.loads(spec_text)
+        except ValueError as exc:
+            raise ArenaError(f"the agent spec is not valid JSON: {exc}") from None
+        parsed = parsed if isinstance(parsed, dict) else {}
+        name = name or parsed.get("name") or Path(filename).stem
+        env = env or parsed.get("env")
+        if not env:
+            raise ArenaError("no env given and the spec names none; pass env=... (--env)")
+        files = {"weights": (filename, data, "application/octet-stream")}
+        form = {"spec": spec_text, "name": name, "env": env}
+        return self.request("POST", "/agents", files=files, data=form)
+
+    def agent(self, agent_id: int) -> JSON:
+        """``GET /agents/{id}``: one agent with its ratings and queue state."""
+        return self._get(f"/agents/{int(agent_id)}")
+
+    def agents(
+        self,
+        env: str | None = None,
+        owner: str | int | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> JSON:
+        """``GET /agents``: ``{data, count}``, filtered by env, owner and status."""
+        return self._get("/agents", env=env, owner=owner, status=status, limit=limit, offset=offset)
+
+    def iter_agents(self, env: str | None = None, owner: str | int | None = None,
+                    status: str | None = None, page_size: int = 100) -> Iterator[JSON]:
+        """Every agent matching the filters, fetched ``page_size`` at a time."""
+        offset = 0
+        while True:
+            page = self.agents(env, owner, status, limit=page_size, offset=offset)["data"]
+            yield from page
+            if len(page) < page_size:
+                return
+            offset += len(page)
+
+    def delete_agent(self, agent_id: int) -> JSON | None:
+        """``DELETE /agents/{id}``: retire one of your agents (needs its owner's token)."""
+        return self.request("DELETE", f"/agents/{int(agent_id)}")
+
+    def history(self, agent_id: int) -> JSON:
+        """``GET /agents/{id}/history``: the agent's rating over time."""
+        return self._get(f"/agents/{int(agent_id)}/history")
+
+    def wait_for_status(
+        self,
+        agent_id: int,
+        statuses: Collection[str] | str,
+        timeout: float = 60.0,
+        interval: float = 0.5,
+    ) -> JSON:
+        """Polls ``GET /agents/{id}`` until its status is one of ``statuses``.
+
+        Args:
+            agent_id: The agent.
+            statuses: Wanted statuses, e.g. ``{"rated", "rejected"}``.
+            timeout: Seconds to wait at most.
+            interval: Seconds between polls (grows to at most 5 s).
+
+        Returns:
+            The agent, as last fetched.
+
+        Raises:
+            ArenaTimeout: The agent did not reach any of ``statuses`` in time.
+        """
+        wanted = {statuses} if isinstance(statuses, str) else set(statuses)
+        deadline = time.monotonic() + timeout
+        while True:
+            agent = self.agent(agent_id)
+            if agent.get("status") in wanted:
+                return agent
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ArenaTimeout(
+                    f"agent {agent_id} is still {agent.get('status')!r} after {timeout:g} s "
+                    f"(waiting for {', '.join(sorted(wanted))})"
+                )
+            time.sleep(min(interval, left))
+            interval = min(interval * 1.5, 5.0)
+
+    # -- ratings and matches --------------------------------------------------------
+
+    def leaderboard(self, env: str, role: str | None = None, limit: int = 50, offset: int = 0) -> JSON:
+        """``GET /leaderboard``: ``{env, role, count, data: [rows best first]}``."""
+        return self._get("/leaderboard", env=env, role=role, limit=limit, offset=offset)
+
+    def iter_leaderboard(self, env: str, role: str | None = None, page_size: int = 100) -> Iterator[JSON]:
+        """Every leaderboard row of ``env`` (and ``role``), best first."""
+        offset = 0
+        while True:
+            page = self.leaderboard(env, role, limit=page_size, offset=offset)["data"]
+            yield from page
+            if len(page) < page_size:
+                return
+            offset += len(page)
+
+    def matches(self, env: str | None = None, agent: int | None = None, cursor: str | None = None,
+                limit: int = 50) -> JSON:
+        """``GET /matches``: one newest-first page, ``{data, next_cursor}``.
+
+        Pass the page's ``next_cursor`` back as ``cursor`` for the next page; it is
+        ``None`` on the last page.
+        """
+        return self._get("/matches", env=env, agent=agent, cursor=cursor, limit=limit)
+
+    def iter_matches(self, env: str | None = None, agent: int | None = None, page_size: int = 100,
+                     max_items: int | None = None) -> Iterator[JSON]:
+        """Match summaries newest first, following ``next_cursor`` across pages.
+
+        Args:
+            env: Only matches of this env.
+            agent: Only matches this agent played.
+            page_size: Matches per request.
+            max_items: Stop after this many (``None``: the whole history).
+        """
+        cursor: str | None = None
+        seen = 0
+        while True:
+            page = self.matches(env, agent, cursor, limit=page_size)
+            for item in page["data"]:
+                if max_items is not None and seen >= max_items:
+                    return
+                seen += 1
+                yield item
+            cursor = page.get("next_cursor")
+            if not cursor or not page["data"]:
+                return
+
+    def match(self, match_id: str) -> JSON:
+        """``GET /matches/{id}``: one match with its full record (actions, seed, ...)."""
+        return self._get(f"/matches/{match_id}")
+
+    def challenge(self, env: str, agents: list[int] | tuple[int, int], matches: int = 2,
+                  rated: bool = True) -> JSON:
+        """``POST /challenges``: play ``matches`` between two agents now.
+
+        Returns:
+            ``{match_ids, results}``.
+        """
+        body = {"env": env, "agents": [int(a) for a in agents], "matches": matches, "rated": rated}
+        return self.request("POST", "/challenges", json=body)
+
+    def payoff(self, env: str, top: int | None = None) -> JSON:
+        """``GET /envs/{env}/payoff``: the win-rate matrix of the ``top`` agents."""
+        return self._get(f"/envs/{env}/payoff", top=top)
+
+
+def _read_file(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ArenaError(f"{what} {path} does not exist") from None
+    except OSError as exc:
+        raise ArenaError(f"cannot read {what} {path}: {exc.strerror}") from None
+
+
+def _spec_text(spec: str | os.PathLike | bytes | Mapping[str, Any]) -> str:
+    """The spec as JSON text, from a mapping, JSON text/bytes or a file path."""
+    if isinstance(spec, Mapping):
+        return json.dumps(dict(spec))
+    if isinstance(spec, bytes | bytearray):
+        return bytes(spec).decode("utf-8", errors="replace")
+    if isinstance(spec, str) and spec.lstrip().startswith("{"):
+        return spec
+    path = Path(spec)
+    return _read_file(path, "spec file (expected beside the weights)").decode("utf-8", errors="replace")

@@ -1,0 +1,213 @@
+"""The background half of ``arena serve``: submissions in, rated matches out.
+
+One loop, on its own thread:
+
+1. **Submissions.** A queued agent is validated as Kaggle does: a few episodes
+   against itself and against ``random``. Any forfeit by the agent (an illegal move,
+   a non-finite output, an error) rejects it with the reason; otherwise it enters
+   placement. The validation matches are stored (unrated) so they can be replayed.
+2. **Ladders.** For every symmetric env with at least two active agents, a batch of
+   rated matches is scheduled by the ladder (placement first), played on the runner
+   (Ray workers or in-process) and recorded exactly once. Placed agents become
+   ``rated``. Batches are paced to ``max_rate`` so a laptop demo stays cool.
+
+``seed_demo`` fills an empty database with built-in agents and a few small neural
+agents so a first visitor sees a moving leaderboard within a minute.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from agents.baselines import HEURISTICS
+from agents.catalog import make_policy
+from agents.checkpoint import serialize_weights
+from agents.neural import random_init_checkpoint
+from arena.db import repositories as repo
+from arena.engine import MatchEngine
+from arena.engine.records import Termination
+from arena.ladder import Ladder, LadderConfig
+from arena.matchplan import plan_matches
+from arena.recorder import participant_rows
+from arena.runners import AgentSource, MatchRunner
+from arena.services import Services
+from arena.snapshot_cache import load_snapshot_policy
+from envs.registry import get_spec
+
+log = logging.getLogger(__name__)
+
+ACTIVE = ("placement", "rated")
+DEMO_BUILTINS = ("heuristic", "heuristic:epsilon=0.1", "heuristic:epsilon=0.3", "heuristic:epsilon=0.6", "random")
+
+
+@dataclass
+class ServiceConfig:
+    """Knobs of the background service.
+
+    Attributes:
+        envs: Envs whose ladders the service runs.
+        batch_size: Matches per ladder batch.
+        max_rate: Upper bound on rated matches per second per env (pacing).
+        validation_matches: Episodes per validation opponent (itself, random).
+        idle_sleep_s: Pause when there is nothing to do.
+    """
+
+    envs: tuple[str, ...] = ("connect_four-v3", "tictactoe-v3")
+    batch_size: int = 1024
+    max_rate: float = 2000.0
+    validation_matches: int = 2
+    idle_sleep_s: float = 0.5
+
+
+def agent_source(agent: repo.AgentInfo) -> AgentSource:
+    if agent.kind == "neural":
+        return AgentSource(key=agent.key, snapshot=agent.snapshot_sha256)
+    return AgentSource(key=agent.key, builtin=agent.key)
+
+
+def seed_demo(services: Services, envs: tuple[str, ...], neural_per_env: int = 3) -> int:
+    """Register demo agents in ``envs`` if the database has none there; returns how many."""
+    created = 0
+    for env_id in envs:
+        spec = get_spec(env_id)
+        with services.sessions.begin() as session:
+            repo.ensure_env(session, env_id, {"seats": list(spec.seats), "roles": list(spec.roles)})
+            if repo.list_agents(session, env_id):
+                continue
+            names = DEMO_BUILTINS if env_id in HEURISTICS else ("random",)
+            keys = [make_policy(n, env_id).agent_id for n in names]
+            repo.get_or_create_agents(session, env_id, keys, "builtin", status="placement")
+            created += len(keys)
+            for i in range(neural_per_env):
+                state, ck = random_init_checkpoint(env_id, "mlp", {"hidden": [64, 64]}, seed=i,
+                                                   name=f"demo-mlp-{i}")
+                weights = serialize_weights(state)
+                sha = services.pool.put(weights, ck, pool=f"submissions.{env_id}")
+                repo.put_snapshot(session, sha, env_id=env_id, spec=ck.to_json(), size_bytes=len(weights))
+                key = f"mlp-{sha[:16]}"
+                repo.get_or_create_agents(session, env_id, [key], "neural", status="queued",
+                                          snapshot_sha256=sha, names={key: f"demo-mlp-{i}"})
+                created += 1
+    return created
+
+
+class ArenaService:
+    """Validates submissions and runs the ladders until stopped."""
+
+    def __init__(self, services: Services, runner: MatchRunner, config: ServiceConfig | None = None) -> None:
+        self.services = services
+        self.runner = runner
+        self.config = config or ServiceConfig()
+        self.ladders: dict[str, Ladder] = {}
+        self.engine = MatchEngine(time_budget_s=5.0)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.rounds = 0
+
+    # -- submissions --------------------------------------------------------------
+    def process_submissions(self) -> int:
+        """Validate every queued agent of the served envs; returns how many were handled."""
+        handled = 0
+        for env_id in self.config.envs:
+            with self.services.sessions() as session:
+                queued = repo.list_agents(session, env_id, statuses=("queued",))
+            for agent in queued:
+                self._validate(agent)
+                handled += 1
+        return handled
+
+    def _set_status(self, agent_id: int, status: str, reason: str = "") -> None:
+        with self.services.sessions.begin() as session:
+            repo.set_agent_status(session, agent_id, status, reason)
+
+    def _validate(self, agent: repo.AgentInfo) -> None:
+        self._set_status(agent.id, "validating")
+        spec = get_spec(agent.env_id)
+        try:
+            policy = load_snapshot_policy(self.services.pool, agent.snapshot_sha256, "cpu", 1.0,
+                                          max_bytes=self.services.settings.max_upload_bytes)
+        except Exception as exc:  # noqa: BLE001 - any load failure is a rejection reason
+            self._set_status(agent.id, "rejected", f"could not load the submitted weights: {exc}")
+            return
+        random = make_policy("random", agent.env_id)
+        policies = {agent.key: policy, random.agent_id: random}
+        n = self.config.validation_matches
+        jobs = plan_matches([agent.key], spec, n, seed=agent.id)
+        if spec.symmetric:
+            jobs += plan_matches([agent.key, random.agent_id], spec, n, seed=agent.id + 1)
+        records = self.engine.play(agent.env_id, jobs, policies)
+        self._store_unrated(records)
+        for r in records:
+            if Termination(r.termination).is_forfeit and r.seats[r.forfeit_seat] == agent.key:
+                self._set_status(agent.id, "rejected",
+                                 f"validation match {r.match_id} ended in {r.termination}: {r.detail}")
+                return
+        if spec.symmetric:
+            self._set_status(agent.id, "placement")
+        else:
+            self._set_status(agent.id, "placement", "validated; ladders for role-based envs are not scheduled yet")
+
+    def _store_unrated(self, records) -> None:
+        with self.services.sessions.begin() as session:
+            keys = {a for r in records for a in r.seats}
+            ids = repo.get_or_create_agents(session, records[0].env, sorted(keys), "builtin")
+            new = repo.insert_matches(session, [repo.match_row(r, rated=False) for r in records])
+            spec = get_spec(records[0].env)
+            rows = [row for r in records if r.match_id in new
+                    for row in participant_rows(spec, r, new[r.match_id], ids)]
+            repo.insert_participants(session, rows)
+
+    # -- ladders ------------------------------------------------------------------
+    def ladder_round(self, env_id: str) -> int:
+        """One batch of rated matches on ``env_id``'s ladder; returns matches recorded."""
+        spec = get_spec(env_id)
+        if not spec.symmetric:
+            return 0
+        with self.services.sessions() as session:
+            agents = repo.list_agents(session, env_id, statuses=ACTIVE)
+        if len(agents) < 2:
+            return 0
+        ladder = self.ladders.get(env_id)
+        if ladder is None:
+            ladder = Ladder(self.services.sessions,
+                            LadderConfig(env_id, batch_size=self.config.batch_size, seed=int(time.time())))
+            self.ladders[env_id] = ladder
+        ladder.sync_agents([agent_source(a) for a in agents])
+        return ladder.run(self.runner, self.config.batch_size).recorded
+
+    def step(self) -> int:
+        """Submissions, then one ladder batch per env; returns matches recorded."""
+        self.process_submissions()
+        played = 0
+        for env_id in self.config.envs:
+            start = time.perf_counter()
+            n = self.ladder_round(env_id)
+            played += n
+            pause = n / self.config.max_rate - (time.perf_counter() - start)
+            if pause > 0 and self._stop.wait(pause):
+                break
+        self.rounds += 1
+        return played
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.step() == 0:
+                    self._stop.wait(self.config.idle_sleep_s)
+            except Exception:  # noqa: BLE001 - keep serving; the next round retries
+                log.exception("service round failed; retrying")
+                self._stop.wait(2.0)
+
+    def start(self) -> "ArenaService":
+        self._thread = threading.Thread(target=self.run, name="arena-service", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.engine.close()

@@ -1,0 +1,71 @@
+"""The background service: demo seeding, submission validation, ladder rounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from agents.checkpoint import serialize_weights
+from agents.neural import random_init_checkpoint
+from arena.db import repositories as repo
+from arena.runners import InProcessRunner
+from arena.service import ArenaService, ServiceConfig, seed_demo
+from arena.services import open_services
+from arena.settings import Settings
+
+
+@pytest.fixture
+def services(migrated_db_url, redis_url, tmp_path: Path):
+    settings = Settings(data_dir=tmp_path, database_url=migrated_db_url, redis_url=redis_url)
+    with open_services(settings) as svc:
+        yield svc
+
+
+def _submit(services, env_id: str, state, spec, name: str) -> int:
+    weights = serialize_weights(state)
+    sha = services.pool.put(weights, spec, pool=f"submissions.{env_id}")
+    key = f"mlp-{sha[:16]}"
+    with services.sessions.begin() as session:
+        repo.ensure_env(session, env_id, {})
+        repo.put_snapshot(session, sha, env_id=env_id, spec=spec.to_json(), size_bytes=len(weights))
+        return repo.get_or_create_agents(session, env_id, [key], "neural", status="queued",
+                                         snapshot_sha256=sha, names={key: name})[key]
+
+
+def test_demo_ladder_moves_and_submissions_are_validated(services):
+    created = seed_demo(services, ("tictactoe-v3",), neural_per_env=2)
+    assert created == 7
+    assert seed_demo(services, ("tictactoe-v3",), neural_per_env=2) == 0  # idempotent
+    # A broken submission: NaN weights pass nothing; it must be rejected with a reason.
+    state, spec = random_init_checkpoint("tictactoe-v3", "mlp", {"hidden": [16]}, seed=9)
+    bad_id = _submit(services, "tictactoe-v3", state, spec, "good-looking")
+    service = ArenaService(services, InProcessRunner(services.snapshot_cache_factory()()), ServiceConfig(envs=("tictactoe-v3",), batch_size=500,
+                                                                      max_rate=1e9))
+    played = service.step() + service.step()
+    assert played == 1000
+    with services.sessions() as session:
+        agents = {a.name: a for a in repo.list_agents(session, "tictactoe-v3")}
+        board = repo.leaderboard(session, "tictactoe-v3", "player", limit=20)
+        unrated = [m for m in repo.match_history(session, env_id="tictactoe-v3", limit=5000).matches if not m.rated]
+    assert agents["demo-mlp-0"].status in ("placement", "rated")
+    assert agents["good-looking"].status in ("placement", "rated")
+    assert len(board) == 8 and board[0].games > 0
+    assert len(unrated) == 3 * 4  # validation episodes are stored for replay
+    assert bad_id == agents["good-looking"].id
+    service.stop()
+
+
+def test_a_submission_that_forfeits_is_rejected_with_the_reason(services):
+    state, spec = random_init_checkpoint("connect_four-v3", "mlp", {"hidden": [16]}, seed=1)
+    # Weights that make every logit -inf/+inf: the policy's output is not finite.
+    state = {k: torch.full_like(v, 1e38) for k, v in state.items()}
+    agent_id = _submit(services, "connect_four-v3", state, spec, "overflow")
+    service = ArenaService(services, InProcessRunner(services.snapshot_cache_factory()()), ServiceConfig(envs=("connect_four-v3",)))
+    assert service.process_submissions() == 1
+    with services.sessions() as session:
+        agent = repo.get_agent(session, agent_id)
+    assert agent.status == "rejected"
+    assert "invalid_output" in agent.status_reason
+    service.stop()
