@@ -1,0 +1,226 @@
+"""PPO self-play on a vectorized two-player board game, in one readable file.
+
+CleanRL style: a ``@dataclass`` config with a docstring under each field, then the
+loop top to bottom. Thousands of boards advance together in a numpy core
+(:mod:`envs.board_core`); the learner plays one seat of every board, opponents the
+other. Opponents are any :class:`agents.policy.Policy` - frozen snapshots of the
+learner and scripted baselines - sampled per board by the caller's ``pick_opponent``
+(the league plugs PFSP in there). The actor is a registry architecture
+(:mod:`agents.nets`), so a checkpoint is a plain Arena agent (safetensors + spec).
+
+Rewards are the game result (+1 win, -1 loss, 0 draw) given on the learner's last
+move of each game; illegal moves are masked out of the policy.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from agents.nets import build_net
+from agents.policy import MatchRng, Policy
+from envs.board_core import BoardCore
+
+
+@dataclass
+class PPOConfig:
+    """Hyper-parameters of PPO self-play."""
+
+    num_envs: int = 512
+    """boards played in parallel"""
+    rollout_steps: int = 16
+    """learner decisions per board per update"""
+    hidden: list[int] = field(default_factory=lambda: [256, 256])
+    """actor and critic hidden layers (the actor is the registry's ``mlp``)"""
+    lr: float = 1e-3
+    """Adam learning rate"""
+    gamma: float = 0.99
+    """discount per learner move"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    clip: float = 0.2
+    """PPO ratio clip"""
+    ent_coef: float = 0.01
+    """entropy bonus"""
+    vf_coef: float = 0.5
+    """value loss weight"""
+    epochs: int = 4
+    """passes over each rollout"""
+    minibatches: int = 4
+    """minibatches per pass"""
+    max_grad_norm: float = 0.5
+    """gradient clipping"""
+    seed: int = 0
+    """seeds torch (init, sampling) and the opponents' random streams"""
+
+
+class ActorCritic(nn.Module):
+    """Registry actor (exported as the agent) plus a separate critic."""
+
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: list[int]) -> None:
+        super().__init__()
+        self.actor = build_net("mlp", {"hidden": hidden}, obs_shape, num_actions)
+        self.critic = build_net("mlp", {"hidden": hidden}, obs_shape, 1)
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor):
+        logits = self.actor(obs).masked_fill(~mask, -1e9)
+        return torch.distributions.Categorical(logits=logits), self.critic(obs).squeeze(-1)
+
+
+@dataclass
+class UpdateStats:
+    """What one update did (for progress displays and logs)."""
+
+    env_steps: int
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    policy_loss: float
+    value_loss: float
+    entropy: float
+    seconds: float
+
+
+class SelfPlayPPO:
+    """Trains ``model.actor`` by PPO against per-board opponents on ``core``.
+
+    Args:
+        core: A two-player vectorized board core.
+        config: PPO settings.
+        pick_opponent: ``(rng) -> index`` into the opponents list given to
+            :meth:`update`, called whenever a board starts a new game.
+    """
+
+    def __init__(self, core: BoardCore, config: PPOConfig,
+                 pick_opponent: Callable[[np.random.Generator], int] | None = None) -> None:
+        self.core, self.cfg = core, config
+        torch.manual_seed(config.seed)
+        self.model = ActorCritic(core.obs_shape, core.num_actions, config.hidden)
+        self.optim = torch.optim.Adam(self.model.parameters(), lr=config.lr, eps=1e-5)
+        self.rng = np.random.default_rng(config.seed)
+        self.pick_opponent = pick_opponent or (lambda rng: 0)
+        n = config.num_envs
+        self.batch = core.new_batch(n)
+        self.learner_seat = self.rng.integers(0, 2, size=n).astype(np.int8)
+        self.opponent = np.zeros(n, dtype=np.int64)
+        self.game_seed = self.rng.integers(0, 2**62, size=n)
+        self.total_steps = 0
+        for i in range(n):
+            self.opponent[i] = self.pick_opponent(self.rng)
+
+    # -- environment ---------------------------------------------------------------
+    def _reset_finished(self, rows: np.ndarray) -> None:
+        if rows.size == 0:
+            return
+        fresh = self.core.new_batch(rows.size)
+        for name in ("cells", "to_move", "done", "winner", "plies"):
+            getattr(self.batch, name)[rows] = getattr(fresh, name)
+        self.learner_seat[rows] = self.rng.integers(0, 2, size=rows.size)
+        self.game_seed[rows] = self.rng.integers(0, 2**62, size=rows.size)
+        for r in rows:
+            self.opponent[r] = self.pick_opponent(self.rng)
+
+    def _opponents_move(self, opponents: list[Policy]) -> np.ndarray:
+        """Let opponents move until it is the learner's turn everywhere; returns finished rows."""
+        finished = []
+        while True:
+            rows = np.flatnonzero((self.batch.to_move != self.learner_seat) & ~self.batch.done)
+            if rows.size == 0:
+                break
+            obs, mask = self.core.observe(self.batch, rows)
+            actions = np.empty(rows.size, dtype=np.int64)
+            for o in np.unique(self.opponent[rows]):
+                sel = np.flatnonzero(self.opponent[rows] == o)
+                rng = MatchRng(self.game_seed[rows[sel]], self.batch.to_move[rows[sel]], self.batch.plies[rows[sel]])
+                actions[sel] = np.asarray(opponents[o].act(obs[sel], mask[sel], rng), dtype=np.int64)
+            done = self.core.play(self.batch, rows, actions)
+            finished.append(rows[done])
+        return np.concatenate(finished) if finished else np.zeros(0, dtype=np.int64)
+
+    # -- one update ----------------------------------------------------------------
+    def update(self, opponents: list[Policy]) -> UpdateStats:
+        """Collect ``rollout_steps`` learner moves on every board, then optimise."""
+        cfg, n = self.cfg, self.cfg.num_envs
+        start = time.perf_counter()
+        steps = cfg.rollout_steps
+        obs_buf = torch.zeros((steps, n, *self.core.obs_shape))
+        mask_buf = torch.zeros((steps, n, self.core.num_actions), dtype=torch.bool)
+        act_buf = torch.zeros((steps, n), dtype=torch.long)
+        logp_buf, val_buf = torch.zeros((steps, n)), torch.zeros((steps, n))
+        rew_buf, done_buf = torch.zeros((steps, n)), torch.zeros((steps, n))
+        games = wins = draws = 0
+        env_steps = 0
+        for t in range(steps):
+            ended = self._opponents_move(opponents)
+            self._reset_finished(ended)  # boards the opponent just finished restart
+            ended2 = self._opponents_move(opponents)  # new games where the opponent starts
+            self._reset_finished(ended2)
+            rows = np.arange(n)
+            obs, mask = self.core.observe(self.batch, rows)
+            o, m = torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(mask)
+            with torch.no_grad():
+                dist, value = self.model(o, m)
+                action = dist.sample()
+            obs_buf[t], mask_buf[t], act_buf[t] = o, m, action
+            logp_buf[t], val_buf[t] = dist.log_prob(action), value
+            self.core.play(self.batch, rows, action.numpy())
+            env_steps += n
+            # The opponent replies now so the learner's reward for this move is known.
+            self._opponents_move(opponents)
+            finished = np.flatnonzero(self.batch.done)
+            result = np.zeros(n, dtype=np.float32)
+            win = self.batch.winner[finished]
+            result[finished] = np.where(win < 0, 0.0, np.where(win == self.learner_seat[finished], 1.0, -1.0))
+            rew_buf[t] = torch.as_tensor(result)
+            done_buf[t] = torch.as_tensor(self.batch.done.astype(np.float32))
+            games += finished.size
+            wins += int((result[finished] > 0).sum())
+            draws += int((result[finished] == 0).sum())
+            self._reset_finished(finished)
+        with torch.no_grad():
+            rows = np.arange(n)
+            obs, mask = self.core.observe(self.batch, rows)
+            _, next_value = self.model(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(mask))
+        adv = torch.zeros_like(rew_buf)
+        last = torch.zeros(n)
+        for t in reversed(range(steps)):
+            nxt = next_value if t == steps - 1 else val_buf[t + 1]
+            nonterminal = 1.0 - done_buf[t]
+            delta = rew_buf[t] + cfg.gamma * nxt * nonterminal - val_buf[t]
+            last = delta + cfg.gamma * cfg.gae_lambda * nonterminal * last
+            adv[t] = last
+        returns = adv + val_buf
+        losses = self._optimise(obs_buf.flatten(0, 1), mask_buf.flatten(0, 1), act_buf.flatten(),
+                                logp_buf.flatten(), adv.flatten(), returns.flatten())
+        self.total_steps += env_steps
+        return UpdateStats(env_steps, games, wins, draws, games - wins - draws, *losses,
+                           time.perf_counter() - start)
+
+    def _optimise(self, obs, mask, act, old_logp, adv, returns) -> tuple[float, float, float]:
+        cfg = self.cfg
+        size = len(act)
+        mb = size // cfg.minibatches
+        for _ in range(cfg.epochs):
+            perm = torch.randperm(size)
+            for lo in range(0, size, mb):
+                idx = perm[lo:lo + mb]
+                dist, value = self.model(obs[idx], mask[idx])
+                logp = dist.log_prob(act[idx])
+                a = adv[idx]
+                a = (a - a.mean()) / (a.std() + 1e-8)
+                ratio = (logp - old_logp[idx]).exp()
+                pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
+                vloss = 0.5 * ((value - returns[idx]) ** 2).mean()
+                ent = dist.entropy().mean()
+                loss = pg + cfg.vf_coef * vloss - cfg.ent_coef * ent
+                self.optim.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+                self.optim.step()
+        return float(pg), float(vloss), float(ent)
