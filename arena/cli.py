@@ -206,9 +206,11 @@ def list_envs_cmd() -> None:
 
 
 def _register_service_commands() -> None:
+    from arena.cli_client import register as register_client
     from arena.cli_service import register
 
     register(app)
+    register_client(app)
 
 
 _register_service_commands()

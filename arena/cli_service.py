@@ -129,12 +129,20 @@ def leaderboard(
     env: str = typer.Option("connect_four-v3", help="Registered env id."),
     role: str = typer.Option("", help="Role (default: the env's first role)."),
     limit: int = typer.Option(50, min=1, help="Rows to show."),
+    server: str | None = typer.Option(None, "--server", envvar="ARENA_SERVER",
+                                      help="Read it from this Arena server (env ARENA_SERVER) "
+                                           "instead of the local database."),
 ) -> None:
     """Print the leaderboard: mu, sigma, mu-3sigma, games, W/D/L."""
     from arena.services import open_database
     from arena.settings import get_settings
     from envs.registry import get_spec
 
+    if server:
+        from arena.cli_client import remote_leaderboard
+
+        remote_leaderboard(server, env, role, limit)
+        return
     try:
         spec = get_spec(env)
         sessions = open_database(get_settings())

@@ -67,15 +67,19 @@ class ArenaHTTPError(ArenaError):
         detail: The server's message (its ``detail`` field), meant for the user.
         method: HTTP method of the failed request.
         url: URL of the failed request.
+        body: The decoded JSON error body (``{}`` if there was none), e.g. a 409's
+            ``existing_id``.
     """
 
-    def __init__(self, status: int, detail: str, method: str = "", url: str = "") -> None:
+    def __init__(self, status: int, detail: str, method: str = "", url: str = "",
+                 body: dict[str, Any] | None = None) -> None:
         super().__init__(f"{detail} (HTTP {status})")
         self.status = status
         self.status_code = status
         self.detail = detail
         self.method = method
         self.url = url
+        self.body = body or {}
 
 
 class ArenaConnectionError(ArenaError):
@@ -154,6 +158,14 @@ def _detail(response: httpx.Response) -> str:
                 parts.append(str(item))
         return "; ".join(parts)
     return detail if isinstance(detail, str) else json.dumps(detail)
+
+
+def _json_object(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 def _params(**values: Any) -> dict[str, Any]:
@@ -237,7 +249,8 @@ class ArenaClient:
             if response.status_code == 401 and not self.token:
                 detail += "; no API token set: run `arena user create NAME` or `arena login`, or set ARENA_TOKEN"
             log.debug("%s %s -> %s: %s", method, response.url, response.status_code, detail)
-            raise ArenaHTTPError(response.status_code, detail, method, str(response.url))
+            raise ArenaHTTPError(response.status_code, detail, method, str(response.url),
+                                 _json_object(response))
         if response.status_code == 204 or not response.content:
             return None
         return response.json()
@@ -274,7 +287,8 @@ class ArenaClient:
             weights: The ``.safetensors`` path, or its bytes.
             spec: The spec as a dict, JSON text/bytes, or a path; default: the ``.json``
                 beside a ``weights`` path.
-            name: Display name; default the spec's ``name``, else the file's stem.
+            name: Display name; default (chosen by the server) the spec's ``name``,
+                else the agent key.
             env: Env id; default the spec's ``env``.
 
         Returns:
@@ -299,12 +313,13 @@ class ArenaClient:
         except ValueError as exc:
             raise ArenaError(f"the agent spec is not valid JSON: {exc}") from None
         parsed = parsed if isinstance(parsed, dict) else {}
-        name = name or parsed.get("name") or Path(filename).stem
         env = env or parsed.get("env")
         if not env:
             raise ArenaError("no env given and the spec names none; pass env=... (--env)")
         files = {"weights": (filename, data, "application/octet-stream")}
-        form = {"spec": spec_text, "name": name, "env": env}
+        form = {"spec": spec_text, "env": env}
+        if name:
+            form["name"] = name
         return self.request("POST", "/agents", files=files, data=form)
 
     def agent(self, agent_id: int) -> JSON:
@@ -429,9 +444,9 @@ class ArenaClient:
         """``GET /matches/{id}``: one match with its full record (actions, seed, ...)."""
         return self._get(f"/matches/{match_id}")
 
-    def challenge(self, env: str, agents: list[int] | tuple[int, int], matches: int = 2,
-                  rated: bool = True) -> JSON:
-        """``POST /challenges``: play ``matches`` between two agents now.
+    def challenge(self, env: str, agents: list[int] | tuple[int, ...], matches: int = 2,
+                  rated: bool = False) -> JSON:
+        """``POST /challenges``: play ``matches`` between agents now (one agent id per team).
 
         Returns:
             ``{match_ids, results}``.

@@ -1,5 +1,29 @@
 """Re-export of the project's exception hierarchy (defined in :mod:`envs.errors`)."""
 
-from envs.errors import ArenaError, InvalidRecord, InvalidSubmission, UnknownAgent, UnknownEnv
+from envs.errors import (
+    ArenaError,
+    Conflict,
+    Forbidden,
+    InvalidParameter,
+    InvalidRecord,
+    InvalidSubmission,
+    NotAuthenticated,
+    PayloadTooLarge,
+    UnknownAgent,
+    UnknownEnv,
+    UnknownMatch,
+)
 
-__all__ = ["ArenaError", "InvalidRecord", "InvalidSubmission", "UnknownAgent", "UnknownEnv"]
+__all__ = [
+    "ArenaError",
+    "Conflict",
+    "Forbidden",
+    "InvalidParameter",
+    "InvalidRecord",
+    "InvalidSubmission",
+    "NotAuthenticated",
+    "PayloadTooLarge",
+    "UnknownAgent",
+    "UnknownEnv",
+    "UnknownMatch",
+]

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from agents.policy import derive_seed
 from arena.db import repositories as repo
 from arena.engine import MatchJob
+from arena.metrics import set_in_flight
 from arena.recorder import MatchRecorder, load_book
 from arena.runners import AgentSource, MatchBatch, MatchRunner
 from envs.registry import get_spec
@@ -123,10 +124,12 @@ class Ladder:
             progress.duplicates += outcome.duplicates
             progress.batches += 1
             progress.in_flight = progress.scheduled - progress.recorded
+            set_in_flight(self.spec.env_id, progress.in_flight)
             for r in records:
                 progress.terminations[r.termination] = progress.terminations.get(r.termination, 0) + 1
             if on_progress:
                 on_progress(progress)
+        set_in_flight(self.spec.env_id, 0)
         self._update_statuses()
         return progress
 

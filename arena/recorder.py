@@ -10,6 +10,7 @@ delivered twice, therefore changes nothing the second time.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.db import repositories as repo
 from arena.engine import MatchRecord
 from arena.engine.records import gc_paused
+from arena.metrics import observe_batch
 from envs.spec import EnvSpec
 from league.ladder import RatingBook, Standing
 from league.ratings import Rating, RatingEnv
@@ -84,12 +86,14 @@ class MatchRecorder:
     def record(self, records: list[MatchRecord], agent_ids: dict[str, int]) -> RecordOutcome:
         """Record ``records`` once; rate the newly inserted ones in sequence order."""
         spec = self.spec
+        started = time.perf_counter()
         with gc_paused(), self.sessions.begin() as session:
             rows = [repo.match_row(r, league_id=self.league_id) for r in records]
             new = repo.insert_matches(session, rows)
             fresh = sorted((new[r.match_id], r) for r in records if r.match_id in new)
             involved = {a: agent_ids[a] for _, r in fresh for a in r.seats}
             book = load_book(session, self.env, involved)
+            rating_started = time.perf_counter()
             events, participants, touched = [], [], set()
             for seq, rec in fresh:
                 team_agents = [rec.seats[team[0]] for team in spec.teams]
@@ -101,9 +105,12 @@ class MatchRecorder:
                         "mu_after": ch.after.mu, "sigma_after": ch.after.sigma,
                     })
                 participants.extend(participant_rows(spec, rec, seq, involved))
+            rating_seconds = time.perf_counter() - rating_started
             repo.insert_participants(session, participants)
             repo.insert_rating_events(session, events)
             repo.upsert_ratings(session, book_rows(book, spec, involved, sorted(touched)))
+        observe_batch([rec for _, rec in fresh], commit_seconds=time.perf_counter() - started,
+                      rating_seconds=rating_seconds)
         duplicates = len(records) - len(fresh)
         if duplicates:
             log.info("%d of %d match results were already recorded; ignored", duplicates, len(records))

@@ -76,3 +76,22 @@ register_env(
         description="MPE predator-prey: 3 predators chase 1 prey for 25 steps.",
     ),
 )
+
+register_env(
+    "hide_and_seek-v0",
+    "envs.hide_and_seek:parallel_env",
+    EnvSpec(
+        env_id="hide_and_seek-v0",
+        seats=("hider_0", "hider_1", "seeker_0", "seeker_1"),
+        teams=((0, 1), (2, 3)),
+        roles=("hider", "seeker"),
+        num_actions=7,
+        obs_shapes=((493,),) * 4,
+        api="parallel",
+        outcome="higher_score",
+        step_limit=4 * 60,
+        kwargs={"size": 15, "n_hiders": 2, "n_seekers": 2, "n_boxes": 2, "max_steps": 60},
+        description="Grid hide-and-seek, 2 hiders vs 2 seekers, boxes to push and lock, "
+        "60 steps (40% preparation).",
+    ),
+)

@@ -61,11 +61,12 @@ def board_frames(record: MatchRecord) -> dict[str, Any]:
     """Boards of a two-player board game after every ply.
 
     Returns:
-        ``{"kind": "board", "env", "rows", "cols", "frames", "moves", "seats",
-        "winner", "termination"}``. ``frames[0]`` is the empty board and
-        ``frames[i]`` the board after the ``i``-th move; ``moves[i - 1]`` is that
-        move as ``{"seat", "action", "row", "col"}`` (display coordinates). A recorded
-        illegal final move is not applied; it is reported in ``illegal`` instead.
+        ``{"kind": "board", "env", "rows", "cols", "frames", "moves", "illegal",
+        "win_cells", "seats", "winner", "termination"}``. ``frames[0]`` is the empty
+        board and ``frames[i]`` the board after the ``i``-th move; ``moves[i - 1]`` is
+        that move as ``{"seat", "action", "row", "col"}`` (display coordinates). A
+        recorded illegal final move is not applied; it is reported in ``illegal``
+        instead. ``win_cells`` lists the ``[row, col]`` of the winning line(s).
 
     Raises:
         ValueError: The record is not a legal sequence of moves.
@@ -99,11 +100,27 @@ def board_frames(record: MatchRecord) -> dict[str, Any]:
         moves.append({"seat": int(seat), "action": int(action), "row": r, "col": c})
         frames.append(_display(batch.cells[0], transpose))
     rows, cols = len(frames[0]), len(frames[0][0])
+    won = bool(moves) and batch.winner[0] >= 0
+    win_cells = _winning_line(core, batch, cell, transpose) if won else []
     return {
         "kind": "board", "env": record.env, "rows": rows, "cols": cols, "frames": frames,
-        "moves": moves, "illegal": illegal, "seats": list(record.seats),
+        "moves": moves, "illegal": illegal, "win_cells": win_cells, "seats": list(record.seats),
         "winner": record.winner, "termination": record.termination,
     }
+
+
+def _winning_line(core: Any, batch: Any, last_cell: int, transpose: bool) -> list[list[int]]:
+    """Display ``[row, col]`` of the line the final move completed (for highlighting)."""
+    flat = batch.cells[0].reshape(-1)
+    width = core.shape[1]
+    piece = flat[last_cell]
+    cells: set[tuple[int, int]] = set()
+    for line in core.windows_through[last_cell]:
+        if (flat[line] == piece).all():
+            for c in line:
+                r, col = divmod(int(c), width)
+                cells.add((col, r) if transpose else (r, col))
+    return [list(rc) for rc in sorted(cells)]
 
 
 def _display(cells: np.ndarray, transpose: bool) -> list[list[int]]:

@@ -9,11 +9,15 @@ here: ratings are computed by :mod:`league`, statuses decided by the scheduler.
 
 from arena.db.repositories.agents import (
     AgentInfo,
+    agent_ids_for_keys,
     agent_keys,
     get_agent,
     get_agent_by_key,
+    get_agents,
     get_or_create_agents,
     list_agents,
+    page_agents,
+    queue_positions,
     set_agent_status,
 )
 from arena.db.repositories.catalog import (
@@ -23,6 +27,7 @@ from arena.db.repositories.catalog import (
     get_env_spec,
     get_league,
 )
+from arena.db.repositories.dialect import ping
 from arena.db.repositories.matches import (
     MatchPage,
     Participant,
@@ -30,22 +35,29 @@ from arena.db.repositories.matches import (
     count_matches,
     existing_match_ids,
     get_match,
+    get_matches,
     get_participants,
+    head_to_head,
     insert_matches,
     insert_participants,
     iter_matches,
     match_history,
     match_row,
+    match_times,
 )
 from arena.db.repositories.ratings import (
+    BoardRow,
     LeaderboardEntry,
     StoredRating,
+    board_rows,
+    board_version,
     clear_ratings,
     count_ratings,
     insert_rating_events,
     leaderboard,
     load_ratings,
     rating_history,
+    rating_points,
     upsert_ratings,
 )
 from arena.db.repositories.snapshots import (
@@ -58,21 +70,25 @@ from arena.db.repositories.users import (
     UserInfo,
     add_api_token,
     create_user,
+    get_user,
     get_user_by_name,
     hash_token,
     revoke_api_token,
     user_for_token,
+    user_names,
 )
 
 __all__ = [
-    "AgentInfo", "LeaderboardEntry", "LeagueInfo", "MatchPage", "Participant",
-    "SnapshotInfo", "StoredMatch", "StoredRating", "UserInfo",
-    "add_api_token", "agent_keys", "clear_ratings", "count_matches", "count_ratings",
-    "create_league", "create_user", "ensure_env", "existing_match_ids", "get_agent",
-    "get_agent_by_key", "get_env_spec", "get_league", "get_match", "get_or_create_agents",
-    "get_participants", "get_snapshot_weights", "get_user_by_name", "hash_token",
+    "AgentInfo", "BoardRow", "LeaderboardEntry", "LeagueInfo", "MatchPage", "Participant",
+    "SnapshotInfo", "StoredMatch", "StoredRating", "UserInfo", "add_api_token",
+    "agent_ids_for_keys", "agent_keys", "board_rows", "board_version", "clear_ratings",
+    "count_matches", "count_ratings", "create_league", "create_user", "ensure_env",
+    "existing_match_ids", "get_agent", "get_agent_by_key", "get_agents", "get_env_spec",
+    "get_league", "get_match", "get_matches", "get_or_create_agents", "get_participants",
+    "get_snapshot_weights", "get_user", "get_user_by_name", "hash_token", "head_to_head",
     "insert_matches", "insert_participants", "insert_rating_events", "iter_matches",
     "leaderboard", "list_agents", "list_snapshots", "load_ratings", "match_history",
-    "match_row", "put_snapshot", "rating_history", "revoke_api_token", "set_agent_status",
-    "upsert_ratings", "user_for_token",
+    "match_row", "match_times", "page_agents", "ping", "put_snapshot", "queue_positions",
+    "rating_history", "rating_points", "revoke_api_token", "set_agent_status", "upsert_ratings",
+    "user_for_token", "user_names",
 ]

@@ -6,7 +6,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from arena.db.base import utcnow
@@ -121,6 +121,72 @@ def list_agents(
     if statuses is not None:
         stmt = stmt.where(Agent.status.in_(list(statuses)))
     return [AgentInfo(*row) for row in session.execute(stmt)]
+
+
+def get_agents(session: Session, agent_ids: Collection[int]) -> dict[int, AgentInfo]:
+    """``{id: agent}`` for the given ids (unknown ids are left out)."""
+    found: dict[int, AgentInfo] = {}
+    for part in chunks(list(set(agent_ids))):
+        for row in session.execute(select(*_INFO_COLUMNS).where(Agent.id.in_(part))):
+            found[row.id] = AgentInfo(*row)
+    return found
+
+
+def agent_ids_for_keys(session: Session, env_id: str, keys: Iterable[str]) -> dict[str, int]:
+    """``{key: id}`` of the existing agents ``keys`` of ``env_id`` (no creation)."""
+    return _agent_ids(session, env_id, list(dict.fromkeys(keys)))
+
+
+def page_agents(
+    session: Session,
+    *,
+    env_id: str | None = None,
+    owner_id: int | None = None,
+    status: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[list[AgentInfo], int]:
+    """One page of agents, newest first, and how many match the filters in all.
+
+    Args:
+        session: The session.
+        env_id: Only agents of this env.
+        owner_id: Only agents of this user.
+        status: Only agents in this status.
+        limit: Page size.
+        offset: Agents to skip.
+
+    Returns:
+        ``(page, total)``.
+    """
+    conditions = []
+    if env_id is not None:
+        conditions.append(Agent.env_id == env_id)
+    if owner_id is not None:
+        conditions.append(Agent.owner_id == owner_id)
+    if status is not None:
+        conditions.append(Agent.status == status)
+    total = session.execute(select(func.count()).select_from(Agent).where(*conditions)).scalar_one()
+    stmt = (
+        select(*_INFO_COLUMNS).where(*conditions).order_by(Agent.id.desc()).limit(limit).offset(offset)
+    )
+    return [AgentInfo(*row) for row in session.execute(stmt)], total
+
+
+def queue_positions(
+    session: Session, env_id: str, statuses: Collection[str] = ("queued", "validating")
+) -> dict[int, int]:
+    """``{agent id: 1-based position}`` of the agents of ``env_id`` waiting in ``statuses``.
+
+    The queue is served oldest first, so the position is the order of ids (served by
+    the ``(env_id, status)`` index).
+    """
+    stmt = (
+        select(Agent.id)
+        .where(Agent.env_id == env_id, Agent.status.in_(list(statuses)))
+        .order_by(Agent.id)
+    )
+    return {agent_id: i for i, agent_id in enumerate(session.execute(stmt).scalars(), 1)}
 
 
 def set_agent_status(session: Session, agent_id: int, status: str, reason: str = "") -> None:

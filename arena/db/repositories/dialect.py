@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import Table, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -35,3 +35,8 @@ def dialect_insert(session: Session, table: Table) -> Any:
 def chunks(values: list[Any], size: int = IN_CHUNK) -> list[list[Any]]:
     """``values`` cut into lists of at most ``size`` (for bounded ``IN`` lists)."""
     return [values[i : i + size] for i in range(0, len(values), size)]
+
+
+def ping(session: Session) -> None:
+    """One round trip to the database (``SELECT 1``); raises if it is unreachable."""
+    session.execute(text("SELECT 1")).scalar_one()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from arena.db.base import utcnow
 from arena.db.models import ApiToken, User
+from arena.db.repositories.dialect import chunks
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,22 @@ def get_user_by_name(session: Session, name: str) -> UserInfo | None:
     stmt = select(User.id, User.name, User.is_admin, User.created_at).where(User.name == name)
     row = session.execute(stmt).first()
     return None if row is None else UserInfo(*row)
+
+
+def get_user(session: Session, user_id: int) -> UserInfo | None:
+    """The user with id ``user_id``, or ``None``."""
+    stmt = select(User.id, User.name, User.is_admin, User.created_at).where(User.id == user_id)
+    row = session.execute(stmt).first()
+    return None if row is None else UserInfo(*row)
+
+
+def user_names(session: Session, user_ids: Collection[int]) -> dict[int, str]:
+    """``{user id: name}`` for the given ids (unknown ids are left out)."""
+    found: dict[int, str] = {}
+    for part in chunks(list(set(user_ids))):
+        stmt = select(User.id, User.name).where(User.id.in_(part))
+        found.update({user_id: name for user_id, name in session.execute(stmt)})
+    return found
 
 
 def add_api_token(session: Session, user_id: int, token: str) -> int:

@@ -1,0 +1,83 @@
+"""The FastAPI application: JSON API under ``/api/v1``, web pages, OpenAPI at ``/openapi.json``.
+
+``create_app(services)`` serves already opened services (tests, ``arena serve``);
+``create_app()`` opens them from the ``ARENA_*`` settings when the app starts and
+closes them when it stops (``uvicorn --factory arena.api.app:create_app``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import ExitStack, asynccontextmanager
+
+from fastapi import FastAPI
+
+from arena.api.errors import install_error_handlers
+from arena.api.routes import api_router
+from arena.api.state import ApiState
+from arena.services import Services, open_services
+from arena.settings import get_settings
+
+log = logging.getLogger(__name__)
+
+API_VERSION = "1.0.0"
+
+
+def _start_background(stack: ExitStack, services: Services) -> None:
+    """The scheduler (validation, ladders) on a thread, stopped with the app."""
+    from arena.runners import InProcessRunner
+    from arena.service import ArenaService
+
+    runner = InProcessRunner(services.snapshot_cache_factory()())
+    stack.callback(runner.close)
+    service = ArenaService(services, runner).start()
+    stack.callback(service.stop)
+    log.info("background service started")
+
+
+def create_app(services: Services | None = None, *, start_background: bool = False) -> FastAPI:
+    """Build the Arena app.
+
+    Args:
+        services: Opened services to serve (the caller closes them); ``None`` opens
+            them from the settings at startup and closes them at shutdown.
+        start_background: Also run the scheduler (:class:`arena.service.ArenaService`)
+            in this process while the app is up.
+
+    Returns:
+        The app; ``app.state.api`` holds the services and the API's caches.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        with ExitStack() as stack:
+            if getattr(app.state, "api", None) is None:
+                app.state.api = ApiState(stack.enter_context(open_services(get_settings())))
+                app.state.services = app.state.api.services
+                stack.callback(_forget_services, app)
+            if start_background:
+                _start_background(stack, app.state.api.services)
+            yield
+
+    app = FastAPI(
+        title="Arena",
+        version=API_VERSION,
+        summary="Submit agents, watch rated matches, read leaderboards with their uncertainty.",
+        lifespan=lifespan,
+        openapi_url="/openapi.json",
+    )
+    app.state.api = None if services is None else ApiState(services)
+    # The web pages find the database through app.state.services.
+    app.state.services = services
+    install_error_handlers(app)
+    app.include_router(api_router())
+    from arena.web import web_router  # the pages call the JSON API above
+
+    app.include_router(web_router())
+    return app
+
+
+def _forget_services(app: FastAPI) -> None:
+    app.state.api = None
+    app.state.services = None

@@ -1,0 +1,150 @@
+"""Leaderboards and payoff matrices, built from one query each and cached.
+
+A board is every rated agent of an (env, role), ranked by ``mu - 3 sigma``, with each
+agent's rank range from the 95% intervals of everyone on it (:mod:`league.ranking`).
+Ranges need the whole board, so the board is loaded in one statement and kept in a
+small in-process cache keyed by (env, role) and stamped with
+:func:`~arena.db.repositories.board_version`. A request costs that marker query, a
+slice, and one primary-key lookup per shown row for its last match time; the board
+is rebuilt only when the marker moves (or the entry is ``max_age_s`` old, which also
+covers a rating rebuild, the one change the marker cannot see).
+
+Payoff matrices need a join over the match log, which is slow for agents with many
+matches, so a computed matrix is served for at least ``min_age_s`` even if new
+matches arrived meanwhile.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from arena.db import repositories as repo
+from league.payoff import nash_mixture, win_rates
+from league.ranking import interval_bounds, rank_ranges
+
+OFF_BOARD = ("retired", "rejected")
+"""Statuses whose agents are left off leaderboards (their history stays)."""
+
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class Board:
+    """A whole leaderboard, ranked, with rank ranges and intervals per row."""
+
+    rows: list[repo.BoardRow]
+    rank_lo: list[int]
+    rank_hi: list[int]
+    ci_low: list[float]
+    ci_high: list[float]
+
+
+def build_board(rows: list[repo.BoardRow]) -> Board:
+    """Rank ranges and 95% intervals of ``rows`` (already best-first)."""
+    mu = np.fromiter((r.mu for r in rows), dtype=np.float64, count=len(rows))
+    sigma = np.fromiter((r.sigma for r in rows), dtype=np.float64, count=len(rows))
+    low, high = interval_bounds(mu, sigma)
+    best, worst = rank_ranges(low, high, np.arange(1, len(rows) + 1))
+    return Board(rows, best.tolist(), worst.tolist(), low.tolist(), high.tolist())
+
+
+class VersionedCache(Generic[V]):
+    """A small LRU of values stamped with a version marker and a build time (thread-safe).
+
+    Args:
+        max_age_s: An entry older than this is rebuilt even if its version still matches.
+        min_age_s: An entry younger than this is served even if its version moved.
+        max_entries: Entries kept (least recently used dropped first).
+    """
+
+    def __init__(self, max_age_s: float, min_age_s: float = 0.0, max_entries: int = 64) -> None:
+        self.max_age_s, self.min_age_s, self.max_entries = max_age_s, min_age_s, max_entries
+        self._entries: OrderedDict[Hashable, tuple[Any, float, V]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, version: Any, build: Callable[[], V]) -> V:
+        """The cached value of ``key`` if still fresh for ``version``, else ``build()``."""
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                stamp, built, value = entry
+                age = now - built
+                if age < self.min_age_s or (stamp == version and age < self.max_age_s):
+                    self._entries.move_to_end(key)
+                    return value
+        value = build()  # outside the lock: a slow build must not block other keys
+        with self._lock:
+            self._entries[key] = (version, now, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def load_board(session: Session, cache: VersionedCache[Board], env_id: str, role: str) -> Board:
+    """The board of ``env_id``/``role`` from ``cache``, rebuilt if the data moved."""
+    version = repo.board_version(session, env_id, role)
+    return cache.get(
+        (env_id, role), version,
+        lambda: build_board(repo.board_rows(session, env_id, role, exclude_statuses=OFF_BOARD)),
+    )
+
+
+def board_page(session: Session, board: Board, limit: int, offset: int) -> list[dict[str, Any]]:
+    """Rows ``offset .. offset + limit`` of ``board`` as ``LeaderboardRow`` dicts."""
+    stop = min(offset + limit, len(board.rows))
+    shown = range(offset, stop)
+    seqs = [board.rows[i].last_match_seq for i in shown if board.rows[i].last_match_seq is not None]
+    times = repo.match_times(session, seqs) if seqs else {}
+    out = []
+    for i in shown:
+        r = board.rows[i]
+        out.append({
+            "rank": i + 1, "rank_lo": board.rank_lo[i], "rank_hi": board.rank_hi[i],
+            "agent_id": r.agent_id, "key": r.key, "name": r.name, "kind": r.kind,
+            "status": r.status, "mu": r.mu, "sigma": r.sigma, "conservative": r.conservative,
+            "ci_low": board.ci_low[i], "ci_high": board.ci_high[i], "games": r.games,
+            "wins": r.wins, "draws": r.draws, "losses": r.losses,
+            "win_rate": (r.wins + 0.5 * r.draws) / r.games if r.games else None,
+            "last_match_at": times.get(r.last_match_seq),
+        })
+    return out
+
+
+def payoff_matrix(session: Session, board: Board, top: int) -> dict[str, Any]:
+    """Head-to-head win rates, game counts and Nash mixture of the board's ``top`` agents.
+
+    Returns:
+        ``PayoffPublic`` fields except ``env`` and ``role``.
+    """
+    rows = board.rows[:top]
+    ids = [r.agent_id for r in rows]
+    results = repo.head_to_head(session, ids)
+    n = len(ids)
+    wins, draws, losses = (np.zeros((n, n)) for _ in range(3))
+    for i, a in enumerate(ids):
+        for j, b in enumerate(ids):
+            counts = results.get((a, b))
+            if counts is not None:
+                wins[i, j], draws[i, j], losses[i, j] = counts["W"], counts["D"], counts["L"]
+    rates = win_rates(wins, draws, losses)
+    games = (wins + draws + losses).astype(int)
+    return {
+        "agents": [{"id": r.agent_id, "key": r.key, "name": r.name} for r in rows],
+        "win_rate": [[None if np.isnan(x) else float(x) for x in row] for row in rates],
+        "games": games.tolist(),
+        "nash": nash_mixture(rates).tolist() if n else [],
+    }

@@ -1,0 +1,115 @@
+"""Request dependencies: the services, a database session, the calling user.
+
+Authentication is a bearer token (``Authorization: Bearer <token>``): either a user's
+API token (stored only as its sha256) or the operator's ``ARENA_ADMIN_TOKEN``, which
+acts as an admin without a user row. Dependencies that touch the database are plain
+functions, so FastAPI runs them in its thread pool, off the event loop.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from arena.api.state import ApiState
+from arena.db import repositories as repo
+from arena.services import Services
+from envs.errors import Forbidden, NotAuthenticated
+
+# Longest token looked up: ours are 43 characters; anything much longer is not one.
+MAX_TOKEN_CHARS = 512
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="An API token from POST /api/v1/users (or the operator's ARENA_ADMIN_TOKEN).",
+)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling.
+
+    Attributes:
+        user_id: The user's id; ``None`` for the operator's admin token.
+        name: The user's name (``admin`` for the admin token).
+        is_admin: May act on anything (retire any agent).
+    """
+
+    user_id: int | None
+    name: str
+    is_admin: bool
+
+
+def get_state(request: Request) -> ApiState:
+    """The API's services and caches (``app.state.api``)."""
+    return request.app.state.api
+
+
+def get_services(state: Annotated[ApiState, Depends(get_state)]) -> Services:
+    return state.services
+
+
+def read_session(services: Annotated[Services, Depends(get_services)]) -> Iterator[Session]:
+    """A session for one request's reads (writes open their own transaction)."""
+    with services.sessions() as session:
+        yield session
+
+
+StateDep = Annotated[ApiState, Depends(get_state)]
+ServicesDep = Annotated[Services, Depends(get_services)]
+SessionDep = Annotated[Session, Depends(read_session)]
+
+
+def optional_user(
+    request: Request,
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal | None:
+    """The caller, or ``None`` when no ``Authorization`` header was sent.
+
+    Raises:
+        NotAuthenticated: A header was sent but is not a valid bearer token.
+    """
+    if credentials is None:
+        if request.headers.get("authorization"):
+            raise NotAuthenticated("the Authorization header must be 'Bearer <token>'")
+        return None
+    token = credentials.credentials
+    admin = services.settings.admin_token
+    if admin is not None and hmac.compare_digest(
+        token.encode(), admin.get_secret_value().encode()
+    ):
+        return Principal(user_id=None, name="admin", is_admin=True)
+    if len(token) <= MAX_TOKEN_CHARS:
+        with services.sessions() as session:
+            user = repo.user_for_token(session, token)
+        if user is not None:
+            return Principal(user_id=user.id, name=user.name, is_admin=user.is_admin)
+    raise NotAuthenticated("invalid or revoked API token; create one with POST /api/v1/users")
+
+
+def current_user(user: Annotated[Principal | None, Depends(optional_user)]) -> Principal:
+    """The caller; raises :class:`NotAuthenticated` without a token."""
+    if user is None:
+        raise NotAuthenticated(
+            "this endpoint needs an API token: send 'Authorization: Bearer <token>' "
+            "(create a user and token with POST /api/v1/users)"
+        )
+    return user
+
+
+def require_admin(user: Annotated[Principal, Depends(current_user)]) -> Principal:
+    """The caller, who must be an admin; raises :class:`Forbidden` otherwise."""
+    if not user.is_admin:
+        raise Forbidden("this endpoint is for admins only")
+    return user
+
+
+UserDep = Annotated[Principal, Depends(current_user)]
+AdminDep = Annotated[Principal, Depends(require_admin)]

@@ -1,0 +1,85 @@
+"""The one place where errors become HTTP responses.
+
+Every error a client can cause is an :class:`~envs.errors.ArenaError` subclass that
+carries its ``status_code``; one handler turns it into ``{"detail": message}``.
+Request validation (pydantic) becomes a 422 whose ``detail`` is a readable string too,
+so every error body has the same shape. Anything else is a bug: logged with its
+traceback and answered with a generic 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from arena.api.schemas import ConflictPublic, ErrorPublic
+from envs.errors import ArenaError, Conflict
+
+log = logging.getLogger(__name__)
+
+_DESCRIPTIONS = {
+    400: "Bad request",
+    401: "Missing or invalid API token",
+    403: "Not allowed for this user",
+    404: "Unknown id",
+    409: "Conflicts with stored state",
+    413: "Upload over the size limit",
+    422: "Invalid request data",
+    503: "A backing service is unavailable",
+}
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for the error codes an operation can answer."""
+    return {
+        code: {"model": ConflictPublic if code == 409 else ErrorPublic,
+               "description": _DESCRIPTIONS[code]}
+        for code in codes
+    }
+
+
+def _arena_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ArenaError)
+    body: dict[str, Any] = {"detail": str(exc)}
+    if isinstance(exc, Conflict) and exc.existing_id is not None:
+        body["existing_id"] = exc.existing_id
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+    if exc.status_code >= 500:
+        log.error("%s %s failed: %s", request.method, request.url.path, exc)
+    return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc]
+    if len(parts) > 1 and parts[0] in ("body", "query", "path", "header"):
+        where, rest = parts[0], ".".join(parts[1:])
+        return rest if where == "body" else f"{where} parameter {rest}"
+    return ".".join(parts) or "request"
+
+
+def validation_message(errors: list[dict[str, Any]]) -> str:
+    """``"field: problem; other field: problem"`` from pydantic's error list."""
+    messages = [f"{_location(tuple(e.get('loc', ())))}: {e.get('msg', 'invalid')}" for e in errors[:10]]
+    more = f" (+{len(errors) - 10} more)" if len(errors) > 10 else ""
+    return "; ".join(messages) + more
+
+
+def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse({"detail": validation_message(list(exc.errors()))}, status_code=422)
+
+
+def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return JSONResponse({"detail": "internal server error; it was logged"}, status_code=500)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers on ``app``."""
+    app.add_exception_handler(ArenaError, _arena_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _unexpected_error)

@@ -1,0 +1,15 @@
+"""The ``/api/v1`` routers, one module per resource; handlers stay thin."""
+
+from fastapi import APIRouter
+
+from arena.api.routes import agents, challenges, envs, health, leaderboard, matches, users
+
+API_PREFIX = "/api/v1"
+
+
+def api_router() -> APIRouter:
+    """Every JSON endpoint, mounted under :data:`API_PREFIX`."""
+    router = APIRouter(prefix=API_PREFIX)
+    for module in (health, users, envs, agents, leaderboard, matches, challenges):
+        router.include_router(module.router)
+    return router

@@ -1,0 +1,123 @@
+"""``/agents``: submit, list, inspect, retire; and an agent's rating history."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from arena.api.deps import ServicesDep, SessionDep, UserDep
+from arena.api.errors import error_responses
+from arena.api.schemas import MAX_ID, AgentPublic, AgentsPublic, AgentStatus, HistoryPublic
+from arena.api.submissions import FIELD_HELP, form_limits, parse_submission, submit_agent
+from arena.api.upload import read_form
+from arena.api.views import agents_public
+from arena.db import repositories as repo
+from envs.errors import Forbidden, UnknownAgent
+from envs.registry import get_spec
+
+router = APIRouter(tags=["agents"])
+AgentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")]
+
+_UPLOAD_SCHEMA = {
+    "required": True,
+    "content": {"multipart/form-data": {"schema": {
+        "type": "object",
+        "required": ["weights", "spec", "env"],
+        "properties": {
+            "weights": {"type": "string", "format": "binary",
+                        "description": "safetensors weights (at most ARENA_MAX_UPLOAD_BYTES)."},
+            "spec": {"type": "string", "description": "agent.json: text or a file."},
+            "env": {"type": "string", "description": "Env id; must equal the spec's env."},
+            "name": {"type": "string", "description": "Display name (default: the spec's)."},
+        },
+    }}},
+}
+
+
+def _agent(session: Session, agent_id: int) -> repo.AgentInfo:
+    agent = repo.get_agent(session, agent_id)
+    if agent is None:
+        raise UnknownAgent(f"no agent with id {agent_id}")
+    return agent
+
+
+@router.post(
+    "/agents", status_code=201, response_model=AgentPublic,
+    responses=error_responses(401, 409, 413, 422), openapi_extra={"requestBody": _UPLOAD_SCHEMA},
+    description=f"Submit a neural agent as multipart/form-data ({FIELD_HELP}). It is validated "
+    "in full before anything is stored and starts out `queued`.",
+)
+async def create_agent(request: Request, user: UserDep, services: ServicesDep) -> AgentPublic:
+    """Submit a checkpoint; a rejected upload stores nothing."""
+    fields = await read_form(request, form_limits(services.settings.max_upload_bytes))
+    submission = parse_submission(fields)
+    agent_id = await run_in_threadpool(submit_agent, services, user, submission)
+
+    def load() -> AgentPublic:
+        with services.sessions() as session:
+            return AgentPublic(**agents_public(session, [_agent(session, agent_id)])[0])
+
+    return await run_in_threadpool(load)
+
+
+@router.get("/agents", response_model=AgentsPublic, responses=error_responses(404, 422))
+def list_agents(
+    session: SessionDep,
+    env: Annotated[str | None, Query(max_length=64, description="Env id.")] = None,
+    owner: Annotated[str | None, Query(max_length=64, description="Owner's name or id.")] = None,
+    status: AgentStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> AgentsPublic:
+    """Agents, newest first."""
+    if env is not None:
+        get_spec(env)  # unknown env: 404 with the list of envs
+    owner_id = None
+    if owner is not None:
+        user = (repo.get_user(session, int(owner)) if owner.isdigit() and int(owner) <= MAX_ID
+                else repo.get_user_by_name(session, owner) if owner.isprintable() else None)
+        if user is None:
+            return AgentsPublic(data=[], count=0)
+        owner_id = user.id
+    page, total = repo.page_agents(session, env_id=env, owner_id=owner_id, status=status,
+                                   limit=limit, offset=offset)
+    return AgentsPublic(data=agents_public(session, page), count=total)
+
+
+@router.get("/agents/{agent_id}", response_model=AgentPublic, responses=error_responses(404, 422))
+def get_agent(agent_id: AgentIdPath, session: SessionDep) -> AgentPublic:
+    """One agent, with its ratings and where it stands in the queue."""
+    return AgentPublic(**agents_public(session, [_agent(session, agent_id)])[0])
+
+
+@router.delete("/agents/{agent_id}", response_model=AgentPublic,
+               responses=error_responses(401, 403, 404, 422))
+def retire_agent(agent_id: AgentIdPath, user: UserDep, services: ServicesDep) -> AgentPublic:
+    """Retire an agent (owner or admin): it leaves the ladder; its matches stay."""
+    with services.sessions.begin() as session:
+        agent = _agent(session, agent_id)
+        if not user.is_admin and (agent.owner_id is None or agent.owner_id != user.user_id):
+            raise Forbidden(f"agent {agent_id} is not yours; only its owner can retire it")
+        if agent.status != "retired":
+            repo.set_agent_status(session, agent_id, "retired", f"retired by {user.name}")
+    with services.sessions() as session:
+        return AgentPublic(**agents_public(session, [_agent(session, agent_id)])[0])
+
+
+@router.get("/agents/{agent_id}/history", response_model=HistoryPublic,
+            responses=error_responses(404, 422))
+def history(
+    agent_id: AgentIdPath,
+    session: SessionDep,
+    role: Annotated[str | None, Query(max_length=32)] = None,
+    limit: Annotated[int, Query(ge=1, le=10_000, description="Latest points kept.")] = 1000,
+) -> HistoryPublic:
+    """The agent's rating after each rated match, oldest first (the latest ``limit``)."""
+    _agent(session, agent_id)
+    points = repo.rating_points(session, agent_id, role, limit)
+    data = [{"match_seq": s, "role": r, "mu": mu, "sigma": sigma, "created_at": t}
+            for s, r, mu, sigma, t in points]
+    return HistoryPublic(agent_id=agent_id, data=data)

@@ -1,0 +1,24 @@
+"""``POST /challenges``: play two agents against each other now."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from arena.api.challenges import play_challenge
+from arena.api.deps import StateDep, UserDep
+from arena.api.errors import error_responses
+from arena.api.schemas import ChallengeCreate, ChallengePublic, MatchSummary
+from arena.api.views import match_summaries
+
+router = APIRouter(tags=["challenges"])
+
+
+@router.post("/challenges", status_code=201, response_model=ChallengePublic,
+             responses=error_responses(400, 401, 404, 409, 422))
+def create_challenge(body: ChallengeCreate, user: UserDep, state: StateDep) -> ChallengePublic:
+    """Play ``matches`` matches between the agents (one per team; seats alternate in
+    symmetric games) and record them, rated or not."""
+    played = play_challenge(state, user, body.env, list(body.agents), body.matches, body.rated)
+    with state.services.sessions() as session:
+        results = [MatchSummary(**m) for m in match_summaries(session, played)]
+    return ChallengePublic(match_ids=[m.id for m in played], results=results)

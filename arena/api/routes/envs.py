@@ -1,0 +1,63 @@
+"""``/envs``: the registered games, and each env's payoff matrix."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from agents.nets import ARCHS
+from arena.api.boards import load_board, payoff_matrix
+from arena.api.deps import SessionDep, StateDep
+from arena.api.errors import error_responses
+from arena.api.schemas import EnvPublic, EnvsPublic, PayoffPublic
+from arena.db import repositories as repo
+from envs.errors import InvalidParameter
+from envs.registry import get_spec, list_envs
+from envs.spec import EnvSpec
+
+router = APIRouter(tags=["envs"])
+EnvId = Annotated[str, Path(max_length=64, description="Env id, e.g. connect_four-v3.")]
+
+
+def env_public(spec: EnvSpec) -> EnvPublic:
+    return EnvPublic(
+        id=spec.env_id, seats=list(spec.seats), teams=[list(t) for t in spec.teams],
+        roles=list(spec.roles), num_actions=spec.num_actions,
+        obs_shapes=[list(s) for s in spec.obs_shapes], archs=sorted(ARCHS),
+        symmetric=spec.symmetric, description=spec.description,
+    )
+
+
+@router.get("/envs", response_model=EnvsPublic)
+def envs() -> EnvsPublic:
+    """Every registered env, with the architectures a submission may use."""
+    data = [env_public(spec) for spec in list_envs()]
+    return EnvsPublic(data=data, count=len(data))
+
+
+@router.get("/envs/{env}", response_model=EnvPublic, responses=error_responses(404, 422))
+def env(env: EnvId) -> EnvPublic:
+    """One env."""
+    return env_public(get_spec(env))
+
+
+@router.get("/envs/{env}/payoff", response_model=PayoffPublic, responses=error_responses(404, 422))
+def payoff(
+    env: EnvId,
+    session: SessionDep,
+    state: StateDep,
+    top: Annotated[int, Query(ge=1, le=32, description="Agents, best conservative rating first.")] = 8,
+) -> PayoffPublic:
+    """Head-to-head win rates of the env's top agents and the Nash mixture over them."""
+    spec = get_spec(env)
+    if not spec.symmetric:
+        raise InvalidParameter(
+            f"payoff matrices are computed for symmetric envs; {env} has roles "
+            f"{', '.join(dict.fromkeys(spec.roles))}"
+        )
+    role = spec.roles[0]
+    version = repo.board_version(session, env, role)
+    board = load_board(session, state.boards, env, role)
+    body = state.payoffs.get((env, role, top), version, lambda: payoff_matrix(session, board, top))
+    return PayoffPublic(env=env, role=role, **body)

@@ -1,0 +1,57 @@
+"""``/matches``: the match log, newest first, and one match's full record."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from arena.api.deps import SessionDep
+from arena.api.errors import error_responses
+from arena.api.schemas import MAX_ID, MatchesPublic, MatchPublic
+from arena.api.views import match_summaries
+from arena.db import repositories as repo
+from envs.errors import InvalidParameter, UnknownMatch
+from envs.registry import get_spec
+
+router = APIRouter(tags=["matches"])
+_CURSOR = re.compile(r"^[0-9]{1,18}$")
+_UUID = re.compile(r"^[0-9a-fA-F-]{1,36}$")
+
+
+def parse_cursor(cursor: str | None) -> int | None:
+    """The seq a ``next_cursor`` stands for (opaque to clients)."""
+    if cursor is None:
+        return None
+    if not _CURSOR.match(cursor):
+        raise InvalidParameter("cursor must be a next_cursor value from a previous page")
+    return int(cursor)
+
+
+@router.get("/matches", response_model=MatchesPublic, responses=error_responses(404, 422))
+def list_matches(
+    session: SessionDep,
+    env: Annotated[str | None, Query(max_length=64)] = None,
+    agent: Annotated[int | None, Query(ge=1, le=MAX_ID, description="Agent id.")] = None,
+    cursor: Annotated[str | None, Query(max_length=32)] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> MatchesPublic:
+    """Matches newest first; follow ``next_cursor`` for older ones."""
+    if env is not None:
+        get_spec(env)
+    page = repo.match_history(session, env_id=env, agent_id=agent,
+                              before_seq=parse_cursor(cursor), limit=limit)
+    cursor_out = None if page.next_before_seq is None else str(page.next_before_seq)
+    return MatchesPublic(data=match_summaries(session, page.matches), next_cursor=cursor_out)
+
+
+@router.get("/matches/{match_id}", response_model=MatchPublic, responses=error_responses(404, 422))
+def get_match(
+    match_id: Annotated[str, Path(max_length=64, description="Match UUID.")], session: SessionDep
+) -> MatchPublic:
+    """One match: the full record (seed, weights, actions) needed to replay it."""
+    match = repo.get_match(session, match_id) if _UUID.match(match_id) else None
+    if match is None:
+        raise UnknownMatch(f"no match with id {match_id[:64]!r}")
+    return MatchPublic(**match_summaries(session, [match], full=True)[0])

@@ -1,0 +1,218 @@
+"""Request and response bodies of the HTTP API (pydantic).
+
+Naming follows the FastAPI full-stack template: ``XCreate`` is what a client sends,
+``XPublic`` what it gets back, ``XsPublic`` a page ``{data, count}``. Every error body
+is :class:`ErrorPublic`: ``{"detail": "<what to fix>"}``, ``detail`` always a string.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from arena.db.models import AGENT_STATUSES
+
+AgentStatus = Literal[AGENT_STATUSES]  # type: ignore[valid-type]
+UserName = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$",
+        description="1-64 characters: a letter, then letters, digits, '_', '.', '-'.",
+        examples=["ada"],
+    ),
+]
+MAX_ID = 2**31 - 1  # ids are 32-bit integer columns; larger values can never exist
+AgentId = Annotated[int, Field(ge=1, le=MAX_ID)]
+
+
+class ErrorPublic(BaseModel):
+    detail: str = Field(description="What went wrong and how to fix it.")
+
+
+class ConflictPublic(ErrorPublic):
+    existing_id: int | None = Field(
+        default=None, description="Id of the stored resource the request collides with."
+    )
+
+
+class HealthPublic(BaseModel):
+    status: Literal["ok", "degraded"]
+    database: str = Field(description="'ok' or the error reaching the database.")
+    redis: str = Field(description="'ok' or the error reaching Redis.")
+
+
+class UserCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: UserName
+
+
+class UserPublic(BaseModel):
+    id: int
+    name: str
+    is_admin: bool
+    created_at: datetime | None = None
+
+
+class UserCreated(BaseModel):
+    id: int
+    name: str
+    token: str = Field(description="The API token; shown only this once, stored hashed.")
+
+
+class EnvPublic(BaseModel):
+    id: str
+    seats: list[str]
+    teams: list[list[int]]
+    roles: list[str]
+    num_actions: int
+    obs_shapes: list[list[int]]
+    archs: list[str] = Field(description="Architectures a submitted checkpoint may use.")
+    symmetric: bool = Field(description="Every team plays the same role (ladders, payoff).")
+    description: str
+
+
+class EnvsPublic(BaseModel):
+    data: list[EnvPublic]
+    count: int
+
+
+class RatingPublic(BaseModel):
+    role: str
+    mu: float
+    sigma: float
+    conservative: float = Field(description="mu - 3 sigma: the leaderboard's sort key.")
+    ci_low: float = Field(description="mu - 1.96 sigma (95% interval).")
+    ci_high: float = Field(description="mu + 1.96 sigma (95% interval).")
+    games: int
+    wins: int
+    draws: int
+    losses: int
+
+
+class AgentPublic(BaseModel):
+    id: int
+    key: str
+    name: str
+    env: str
+    kind: Literal["builtin", "neural"]
+    owner: str | None
+    status: AgentStatus
+    status_reason: str
+    created_at: datetime
+    ratings: list[RatingPublic]
+    queue_position: int | None = Field(
+        description="1-based place among the env's queued/validating agents; null otherwise."
+    )
+    expected_matches_to_settle: int | None = Field(
+        description="Expected rated matches until sigma reaches the placement target; 0 when "
+        "settled, null for rejected/retired agents."
+    )
+
+
+class AgentsPublic(BaseModel):
+    data: list[AgentPublic]
+    count: int
+
+
+class LeaderboardRow(BaseModel):
+    rank: int
+    rank_lo: int = Field(description="Best rank consistent with everyone's 95% intervals.")
+    rank_hi: int = Field(description="Worst rank consistent with everyone's 95% intervals.")
+    agent_id: int
+    key: str
+    name: str
+    kind: str
+    status: str
+    mu: float
+    sigma: float
+    conservative: float
+    ci_low: float
+    ci_high: float
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    win_rate: float | None = Field(description="(wins + draws / 2) / games; null before a game.")
+    last_match_at: datetime | None
+
+
+class LeaderboardPublic(BaseModel):
+    env: str
+    role: str
+    count: int = Field(description="Agents on the whole board (retired agents are left off).")
+    data: list[LeaderboardRow]
+
+
+class MatchSummary(BaseModel):
+    id: str
+    seq: int
+    env: str
+    seats: list[str] = Field(description="Agent key in every seat.")
+    agent_ids: list[int | None] = Field(description="Agent id in every seat.")
+    scores: list[float]
+    winner: int | None = Field(description="Winning team index; null for a draw.")
+    termination: str
+    created_at: datetime
+
+
+class MatchPublic(MatchSummary):
+    seed: int
+    weights: list[str | None] = Field(description="sha256 of the weights in every seat.")
+    actions: list[list[int]] = Field(description="[seat, action] pairs in play order.")
+    forfeit_seat: int | None
+    detail: str
+    rated: bool
+
+
+class MatchesPublic(BaseModel):
+    data: list[MatchSummary]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next (older) page.")
+
+
+class ChallengeCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    env: str = Field(max_length=64, examples=["connect_four-v3"])
+    agents: list[AgentId] = Field(
+        min_length=1, max_length=8, description="Agent id per team, in team order."
+    )
+    matches: int = Field(default=2, ge=1, le=100, description="Seats alternate in symmetric games.")
+    rated: bool = Field(default=False, description="Record through the ladder's ratings.")
+
+
+class ChallengePublic(BaseModel):
+    match_ids: list[str]
+    results: list[MatchSummary]
+
+
+class PayoffAgent(BaseModel):
+    id: int
+    key: str
+    name: str
+
+
+class PayoffPublic(BaseModel):
+    env: str
+    role: str
+    agents: list[PayoffAgent]
+    win_rate: list[list[float | None]] = Field(
+        description="Row agent's win rate against the column agent (draw = 1/2); null: never met."
+    )
+    games: list[list[int]]
+    nash: list[float] = Field(description="Nash mixture of the zero-sum game win_rate - 1/2.")
+
+
+class RatingPoint(BaseModel):
+    match_seq: int
+    role: str
+    mu: float
+    sigma: float
+    created_at: datetime
+
+
+class HistoryPublic(BaseModel):
+    agent_id: int
+    data: list[RatingPoint]

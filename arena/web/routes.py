@@ -1,0 +1,168 @@
+"""The web pages (server-rendered Jinja2) and the replay-frames endpoint.
+
+``web_router()`` returns an :class:`~fastapi.APIRouter` the API app includes with
+``app.include_router(web_router())``. It carries the ``/static`` mount, so nothing
+else needs registering. Handlers find the database through the app: the API's
+``app.state.api`` (:class:`arena.api.state.ApiState`, whose board cache the
+leaderboard page shares), else ``app.state.services`` (an
+:class:`arena.services.Services`) or ``app.state.sessions`` (a session factory).
+
+Every page renders its data on the server, so it reads fine without JavaScript; the
+scripts in ``static/`` then make it live (leaderboard polling, charts, replay
+controls) by calling the JSON API under ``/api/v1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.api.errors import error_responses
+from arena.api.routes import API_PREFIX
+from arena.api.state import ApiState
+from arena.db import repositories as repo
+from arena.web import filters
+from arena.web.frames import match_frames
+from arena.web.views import (
+    agent_data,
+    env_summaries,
+    leaderboard_data,
+    match_data,
+    payoff_data,
+    recent_matches,
+)
+from envs.errors import UnknownEnv
+from envs.registry import get_spec
+
+WEB_DIR = Path(__file__).resolve().parent
+TEMPLATES_DIR = WEB_DIR / "templates"
+STATIC_DIR = WEB_DIR / "static"
+# Leaderboard refresh period of the page's script, in milliseconds.
+POLL_MS = 2000
+
+
+def make_templates() -> Jinja2Templates:
+    """The Jinja2 environment of the pages, with Arena's formatting filters."""
+    templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+    templates.env.filters.update(filters.FILTERS)
+    templates.env.globals.update(api=API_PREFIX, poll_ms=POLL_MS)
+    return templates
+
+
+def _api_state(request: Request) -> ApiState | None:
+    """The API's state (services and caches) when the app is :func:`arena.api.create_app`'s."""
+    return getattr(request.app.state, "api", None)
+
+
+def app_sessions(request: Request) -> sessionmaker[Session]:
+    """The session factory of the app serving ``request``.
+
+    Looked up, in order, in ``app.state.api.services`` (the API app's state),
+    ``app.state.services`` and ``app.state.sessions``.
+
+    Raises:
+        RuntimeError: The app has none of them.
+    """
+    state = request.app.state
+    api_services = getattr(_api_state(request), "services", None)
+    for services in (api_services, getattr(state, "services", None)):
+        if services is not None:
+            return services.sessions
+    sessions = getattr(state, "sessions", None)
+    if sessions is None:
+        raise RuntimeError("the app has no database: set app.state.api, .services or .sessions")
+    return sessions
+
+
+def db_session(
+    sessions: Annotated[sessionmaker[Session], Depends(app_sessions)],
+) -> Iterator[Session]:
+    """A read-only session for one request."""
+    with sessions() as session:
+        yield session
+
+
+SessionDep = Annotated[Session, Depends(db_session)]
+
+
+def web_router() -> APIRouter:
+    """The pages, the ``/static`` files and ``GET /api/v1/matches/{id}/frames``."""
+    router = APIRouter()
+    templates = make_templates()
+    router.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+
+    def page(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        return templates.TemplateResponse(request, name, context, status_code=status_code)
+
+    def not_found(request: Request, what: str) -> HTMLResponse:
+        return page(request, "not_found.html", status_code=404, title="Not found", what=what)
+
+    @router.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index(request: Request, session: SessionDep) -> HTMLResponse:
+        return page(request, "index.html", title="Environments", envs=env_summaries(session))
+
+    @router.get("/envs/{env_id}", response_class=HTMLResponse, include_in_schema=False)
+    def leaderboard(request: Request, env_id: str, session: SessionDep,
+                    role: str | None = None) -> HTMLResponse:
+        try:
+            spec = get_spec(env_id)
+        except UnknownEnv:
+            return not_found(request, f"environment {env_id}")
+        roles = list(dict.fromkeys(spec.roles))
+        role = role if role in roles else roles[0]
+        return page(request, "leaderboard.html", title=f"{env_id} leaderboard", spec=spec,
+                    roles=roles, role=role,
+                    board=leaderboard_data(session, env_id, role, state=_api_state(request)),
+                    matches=recent_matches(session, env_id, limit=10),
+                    total_matches=repo.count_matches(session, env_id))
+
+    @router.get("/envs/{env_id}/payoff", response_class=HTMLResponse, include_in_schema=False)
+    def payoff(request: Request, env_id: str, session: SessionDep, top: int = 8) -> HTMLResponse:
+        try:
+            get_spec(env_id)
+        except UnknownEnv:
+            return not_found(request, f"environment {env_id}")
+        top = min(max(top, 2), 32)
+        return page(request, "payoff.html", title=f"{env_id} payoff", env_id=env_id, top=top,
+                    payoff=payoff_data(session, env_id, top, state=_api_state(request)))
+
+    @router.get("/agents/{agent_id}", response_class=HTMLResponse, include_in_schema=False)
+    def agent(request: Request, agent_id: int, session: SessionDep) -> HTMLResponse:
+        data = agent_data(session, agent_id)
+        if data is None:
+            return not_found(request, f"agent {agent_id}")
+        return page(request, "agent.html", title=data["name"], agent=data)
+
+    @router.get("/matches/{match_id}", response_class=HTMLResponse, include_in_schema=False)
+    def match(request: Request, match_id: str, session: SessionDep) -> HTMLResponse:
+        data = match_data(session, match_id)
+        if data is None:
+            return not_found(request, f"match {match_id}")
+        stored = repo.get_match(session, match_id)
+        frames = match_frames(stored.to_record())
+        return page(request, "match.html", title=f"Match {data['seq']}", match=data, frames=frames)
+
+    @router.get(f"{API_PREFIX}/matches/{{match_id}}/frames", tags=["matches"],
+                summary="Replay frames of a match", responses=error_responses(404))
+    def frames(match_id: str, session: SessionDep) -> dict[str, Any]:
+        """Every position of a match, re-simulated from its record, for drawing it.
+
+        Board games: ``{"kind": "board", "rows", "cols", "frames", "moves", "seats",
+        "winner", "termination"}`` with ``frames[i][row][col]`` 0 (empty) or
+        ``seat + 1``. ``simple_tag``: ``{"kind": "particles", "frames": [{"step",
+        "entities": [{"name", "x", "y", "size", "role"}]}], "bounds", ...}``. Other
+        envs: ``{"kind": "none", "reason"}``.
+        """
+        stored = repo.get_match(session, match_id)
+        if stored is None:
+            raise HTTPException(status_code=404, detail=f"no match with id {match_id!r}")
+        return match_frames(stored.to_record())
+
+    return router

@@ -1,0 +1,250 @@
+"""Grid geometry of ``hide_and_seek-v0``: layouts, line of sight, observation windows.
+
+A layout is the static part of an episode (walls, the doors of the hiders' room) plus
+where agents and boxes start. :func:`random_layout` draws one from a seed;
+:func:`parse_layout` reads a hand-written one (tests, scripted scenarios).
+
+Character map shared by :func:`parse_layout` and the ``ansi`` renderer::
+
+    #  wall            .  floor           D  door of the hiders' room (floor)
+    H  hider           S  seeker          o  box
+    h  box locked by the hiders           s  box locked by the seekers
+
+:func:`sight_table` precomputes, for every offset within the vision radius, the cells
+strictly between an observer and a target, so that :func:`line_of_sight` tests every
+pair of agents in every env with one gather. Functions here take plain arrays with a
+leading ``n_envs`` axis; the state lives in :class:`envs.hide_and_seek_core.HideAndSeekCore`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+# Row/column steps of the move actions 1-4: north, east, south, west.
+MOVES = np.array([[-1, 0], [0, 1], [1, 0], [0, -1]], dtype=np.int64)
+HIDERS, SEEKERS, UNLOCKED = 0, 1, -1
+
+
+@dataclass
+class Layout:
+    """One episode's start.
+
+    Attributes:
+        walls: ``(size, size)`` bool, the outer walls included.
+        doors: ``(2, 2)`` door cells (row, col) of the hiders' room; a one-door room
+            repeats its door, a layout without doors points both at the corner wall
+            ``(0, 0)`` (never blocked).
+        hiders: ``(n_hiders, 2)`` start cells.
+        seekers: ``(n_seekers, 2)`` start cells.
+        boxes: ``(n_boxes, 2)`` start cells.
+        box_locks: ``(n_boxes,)`` int8: ``-1`` unlocked, else the locking team.
+    """
+
+    walls: np.ndarray
+    doors: np.ndarray
+    hiders: np.ndarray
+    seekers: np.ndarray
+    boxes: np.ndarray
+    box_locks: np.ndarray
+
+
+def room_size_range(size: int) -> tuple[int, int]:
+    """Smallest and largest inner side of the hiders' room on a ``size`` grid."""
+    lo = max(3, (size - 2) // 3)
+    return lo, max(lo, (size - 2) // 2)
+
+
+def random_layout(size: int, n_hiders: int, n_seekers: int, n_boxes: int, seed: int) -> Layout:
+    """Draw a layout: a walled room with 1-2 doors in a random corner.
+
+    Hiders and ``ceil(n_boxes / 2)`` boxes start inside the room, seekers and the other
+    boxes outside; nothing starts in a doorway or on a cell next to one, so no door
+    starts blocked.
+    """
+    rng = np.random.default_rng(seed)
+    walls = np.zeros((size, size), dtype=bool)
+    walls[0, :] = walls[-1, :] = walls[:, 0] = walls[:, -1] = True
+    lo, hi = room_size_range(size)
+    rh, rw = (int(v) for v in rng.integers(lo, hi + 1, size=2))
+    room = np.zeros_like(walls)
+    room[1 : rh + 1, 1 : rw + 1] = True
+    walls[rh + 1, 1 : rw + 2] = True
+    walls[1 : rh + 1, rw + 1] = True
+    bottom = [(rh + 1, c) for c in range(1, rw + 1)]
+    side = [(r, rw + 1) for r in range(1, rh + 1)]
+    if rng.integers(2) == 0:
+        both = bottom + side
+        door = both[int(rng.integers(len(both)))]
+        doors = np.array([door, door], dtype=np.int64)
+    else:
+        doors = np.array([bottom[int(rng.integers(rw))], side[int(rng.integers(rh))]])
+    walls[doors[:, 0], doors[:, 1]] = False
+    corner = int(rng.integers(4))
+    if corner & 1:
+        walls, room = walls[::-1], room[::-1]
+        doors[:, 0] = size - 1 - doors[:, 0]
+    if corner & 2:
+        walls, room = walls[:, ::-1], room[:, ::-1]
+        doors[:, 1] = size - 1 - doors[:, 1]
+    near_door = np.zeros_like(walls)
+    for dy, dx in np.vstack([[0, 0], MOVES]):
+        near_door[doors[:, 0] + dy, doors[:, 1] + dx] = True
+    inside = np.flatnonzero(room & ~near_door)
+    outside = np.flatnonzero(~room & ~walls & ~near_door)
+    n_in = (n_boxes + 1) // 2
+    ins = rng.choice(inside, n_hiders + n_in, replace=False)
+    outs = rng.choice(outside, n_seekers + n_boxes - n_in, replace=False)
+    cells = np.stack(np.unravel_index(np.concatenate([ins, outs]), walls.shape), -1)
+    hiders, boxes_in = cells[:n_hiders], cells[n_hiders : n_hiders + n_in]
+    seekers, boxes_out = cells[len(ins) : len(ins) + n_seekers], cells[len(ins) + n_seekers :]
+    return Layout(
+        walls=np.ascontiguousarray(walls),
+        doors=doors.astype(np.int64),
+        hiders=hiders.astype(np.int64),
+        seekers=seekers.astype(np.int64),
+        boxes=np.concatenate([boxes_in, boxes_out]).astype(np.int64),
+        box_locks=np.full(n_boxes, UNLOCKED, dtype=np.int8),
+    )
+
+
+def parse_layout(rows: list[str] | str) -> Layout:
+    """Read a square layout drawn with the character map of this module's docstring.
+
+    Agents and boxes are numbered in reading order (``hider_0`` is the first ``H``).
+    The border must be walls.
+
+    Raises:
+        ValueError: Ragged or non-square rows, an unknown character, an open border or
+            more than two doors.
+    """
+    if isinstance(rows, str):
+        rows = rows.split()
+    size = len(rows)
+    if any(len(r) != size for r in rows):
+        raise ValueError(f"layout must be square, got rows of lengths {[len(r) for r in rows]}")
+    grid = np.array([list(r) for r in rows])
+    unknown = set(grid.ravel()) - set("#.DHSohs")
+    if unknown:
+        raise ValueError(f"unknown layout characters {sorted(unknown)}; use '#.DHSohs'")
+    walls = grid == "#"
+    if not (walls[0].all() and walls[-1].all() and walls[:, 0].all() and walls[:, -1].all()):
+        raise ValueError("the layout's border must be walls ('#')")
+    doors = np.argwhere(grid == "D")
+    if len(doors) > 2:
+        raise ValueError(f"at most two doors ('D'), got {len(doors)}")
+    doors = np.zeros((2, 2), np.int64) if len(doors) == 0 else doors[[0, len(doors) - 1]]
+    box_cells = np.isin(grid, list("ohs"))
+    locks = {"o": UNLOCKED, "h": HIDERS, "s": SEEKERS}
+    return Layout(
+        walls=walls,
+        doors=doors.astype(np.int64),
+        hiders=np.argwhere(grid == "H").astype(np.int64),
+        seekers=np.argwhere(grid == "S").astype(np.int64),
+        boxes=np.argwhere(box_cells).astype(np.int64),
+        box_locks=np.array([locks[c] for c in grid[box_cells]], dtype=np.int8),
+    )
+
+
+def bresenham(y1: int, x1: int) -> list[tuple[int, int]]:
+    """Cells of Bresenham's line from ``(0, 0)`` to ``(y1, x1)``, both ends included."""
+    y, x = 0, 0
+    dx, dy = abs(x1), -abs(y1)
+    sx, sy = (1 if x1 > 0 else -1), (1 if y1 > 0 else -1)
+    err = dx + dy
+    cells = [(0, 0)]
+    while (y, x) != (y1, x1):
+        e2 = 2 * err
+        if e2 >= dy:
+            err += dy
+            x += sx
+        if e2 <= dx:
+            err += dx
+            y += sy
+        cells.append((y, x))
+    return cells
+
+
+def sight_table(radius: int) -> tuple[np.ndarray, np.ndarray]:
+    """Line-of-sight lookup for offsets ``(dy, dx)`` with ``|dy|, |dx| <= radius``.
+
+    The cells between observer and target are the union of Bresenham's line drawn from
+    each end, so sight is symmetric (a hider sees a seeker iff it is seen by it) and a
+    straight wall has no gaps: each Bresenham step changes the row (column) by at most
+    one, so a line crossing a wall row visits a cell in it.
+
+    Returns:
+        ``in_range`` ``(2r+1, 2r+1)`` bool: the offset is within the Euclidean radius;
+        ``between`` ``(2r+1, 2r+1, L, 2)`` int64: offsets of the cells strictly between
+        observer and target, padded with ``(0, 0)`` (the observer's own cell, which
+        never blocks sight).
+    """
+    span = range(-radius, radius + 1)
+    lines: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for dy in span:
+        for dx in span:
+            there = bresenham(dy, dx)
+            back = [(dy + y, dx + x) for y, x in bresenham(-dy, -dx)]
+            inner = set(there[1:-1]) | set(back[1:-1])
+            lines[dy, dx] = sorted(inner)
+    width = max(1, max(len(v) for v in lines.values()))
+    side = 2 * radius + 1
+    between = np.zeros((side, side, width, 2), dtype=np.int64)
+    in_range = np.zeros((side, side), dtype=bool)
+    for (dy, dx), cells in lines.items():
+        if cells:
+            between[dy + radius, dx + radius, : len(cells)] = cells
+        in_range[dy + radius, dx + radius] = dy * dy + dx * dx <= radius * radius
+    return in_range, between
+
+
+def line_of_sight(
+    pos: np.ndarray, blocks: np.ndarray, in_range: np.ndarray, between: np.ndarray
+) -> np.ndarray:
+    """Which agents see which.
+
+    Args:
+        pos: ``(n, agents, 2)`` agent cells.
+        blocks: ``(n, size, size)`` bool, cells that block sight (walls, boxes).
+        in_range, between: :func:`sight_table` of the vision radius.
+
+    Returns:
+        ``vis`` ``(n, agents, agents)`` bool: ``vis[e, i, j]``, agent ``i`` sees agent
+        ``j`` (never itself).
+    """
+    rad = (len(in_range) - 1) // 2
+    rel = pos[:, None, :, :] - pos[:, :, None, :]  # target minus observer
+    idx = np.clip(rel, -rad, rad) + rad
+    near = (np.abs(rel) <= rad).all(-1) & in_range[idx[..., 0], idx[..., 1]]
+    cells = pos[:, :, None, None, :] + between[idx[..., 0], idx[..., 1]]
+    cells = np.clip(cells, 0, blocks.shape[-1] - 1)  # far pairs index garbage; masked by near
+    rows = np.arange(len(pos))[:, None, None, None]
+    vis = near & ~blocks[rows, cells[..., 0], cells[..., 1]].any(-1)
+    agents = np.arange(pos.shape[1])
+    vis[:, agents, agents] = False
+    return vis
+
+
+def windows(maps: np.ndarray, pos: np.ndarray, order: np.ndarray, view_size: int) -> np.ndarray:
+    """Egocentric windows of ``maps`` around every agent.
+
+    Args:
+        maps: ``(n, channels, size, size)`` bool; channel 0 (walls) reads as True beyond
+            the grid, the others as False.
+        pos: ``(n, agents, 2)`` agent cells.
+        order: ``(agents, k)`` which map channels each agent sees, in its order.
+        view_size: Odd window side.
+
+    Returns:
+        ``(n, agents, k, view_size, view_size)`` bool.
+    """
+    half = view_size // 2
+    maps = np.pad(maps, ((0, 0), (0, 0), (half, half), (half, half)))
+    if half:
+        maps[:, 0, :half] = maps[:, 0, -half:] = True
+        maps[:, 0, :, :half] = maps[:, 0, :, -half:] = True
+    views = sliding_window_view(maps, (view_size, view_size), axis=(2, 3))
+    rows = np.arange(len(pos))[:, None, None]
+    return views[rows, order, pos[..., 0, None], pos[..., 1, None]]

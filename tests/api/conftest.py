@@ -1,0 +1,32 @@
+"""API test fixtures: real services (SQLite/PostgreSQL + Redis) behind a TestClient."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from arena.api import create_app
+from arena.services import Services, open_services
+from arena.settings import Settings
+
+UPLOAD_LIMIT = 4096
+ADMIN_TOKEN = "admin-test-token"
+
+
+@pytest.fixture
+def services(tmp_path, migrated_db_url: str, redis_url: str) -> Iterator[Services]:
+    """Services on a fresh database and Redis db, with a 4 KiB upload limit."""
+    settings = Settings(data_dir=tmp_path / "arena", database_url=migrated_db_url,
+                        redis_url=redis_url, max_upload_bytes=UPLOAD_LIMIT,
+                        admin_token=ADMIN_TOKEN)
+    with open_services(settings) as opened:
+        yield opened
+        opened.sessions.kw["bind"].dispose()
+
+
+@pytest.fixture
+def client(services: Services) -> Iterator[TestClient]:
+    with TestClient(create_app(services)) as test_client:
+        yield test_client

@@ -1,0 +1,75 @@
+"""Building blocks of the API tests: checkpoints as bytes, users, seeded ladders, counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from agents.checkpoint import serialize_weights
+from agents.neural import random_init_checkpoint
+from arena.db import repositories as repo
+from arena.ladder import Ladder, LadderConfig
+from arena.runners import AgentSource, InProcessRunner
+from arena.services import Services
+
+ENV = "tictactoe-v3"
+TINY = {"hidden": [8]}  # ~1 KB of weights: fits the tests' 4 KiB upload limit
+API = "/api/v1"
+
+
+def checkpoint(env: str = ENV, seed: int = 0, hparams: dict | None = None,
+               name: str | None = None) -> tuple[bytes, str, dict[str, Any]]:
+    """``(weights bytes, spec JSON text, state dict)`` of a fresh small MLP."""
+    state, spec = random_init_checkpoint(env, "mlp", hparams or TINY, seed=seed, name=name)
+    return serialize_weights(state), json.dumps(spec.to_json()), state
+
+
+def upload(client: TestClient, token: str | None, weights: bytes | None, spec: str | None,
+           env: str | None = ENV, name: str | None = "tiny", **extra: str):
+    """``POST /agents`` as multipart/form-data; a ``None`` field is left out."""
+    parts: list[tuple[str, tuple]] = []
+    if weights is not None:
+        parts.append(("weights", ("agent.safetensors", weights, "application/octet-stream")))
+    for key, value in {"spec": spec, "env": env, "name": name, **extra}.items():
+        if value is not None:
+            parts.append((key, (None, value)))
+    headers = {} if token is None else auth(token)
+    return client.post(f"{API}/agents", files=parts, headers=headers)
+
+
+def new_user(client: TestClient, name: str) -> str:
+    """Create a user; returns its token."""
+    response = client.post(f"{API}/users", json={"name": name})
+    assert response.status_code == 201, response.text
+    return response.json()["token"]
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def seed_ladder(services: Services, keys: list[str], matches: int, env: str = ENV,
+                seed: int = 1) -> dict[str, int]:
+    """Play ``matches`` rated matches of builtin ``keys``; returns their agent ids."""
+    ladder = Ladder(services.sessions, LadderConfig(env, batch_size=200, seed=seed))
+    ladder.add_agents([AgentSource(key=k, builtin=k) for k in keys])
+    runner = InProcessRunner()
+    try:
+        ladder.run(runner, matches)
+    finally:
+        runner.close()
+    return dict(ladder.agent_ids)
+
+
+def stored_state(services: Services) -> dict[str, Any]:
+    """Everything a submission could leave behind: rows, Redis keys, snapshot files."""
+    with services.sessions() as session:
+        _, agents = repo.page_agents(session, limit=1)
+        snapshots = len(repo.list_snapshots(session))
+    root = Path(services.settings.snapshot_dir)
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
+    return {"agents": agents, "snapshots": snapshots, "redis_keys": services.redis.dbsize(),
+            "files": files}

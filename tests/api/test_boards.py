@@ -1,0 +1,93 @@
+"""Leaderboard caching and ranking: fresh after every change, ranks over the whole board."""
+
+from __future__ import annotations
+
+import pytest
+
+from arena.api.boards import VersionedCache
+from arena.db import repositories as repo
+from tests.api.helpers import API, ENV, seed_ladder
+
+KEYS = ["heuristic", "heuristic:epsilon=0.3", "heuristic:epsilon=0.7", "random"]
+
+
+def board(client, **params):
+    response = client.get(f"{API}/leaderboard", params={"env": ENV, **params})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_board_follows_matches_and_status_changes_made_elsewhere(client, services):
+    ids = seed_ladder(services, KEYS, 40)
+    first = board(client)
+    assert sum(r["games"] for r in first["data"]) == 80
+    assert board(client) == first  # served from the cache, unchanged
+    seed_ladder(services, KEYS, 40, seed=2)  # another writer: the scheduler, the CLI
+    second = board(client)
+    assert sum(r["games"] for r in second["data"]) == 160
+    with services.sessions.begin() as session:
+        repo.set_agent_status(session, ids["random"], "retired", "by the operator")
+    third = board(client)
+    assert third["count"] == 3 and ids["random"] not in [r["agent_id"] for r in third["data"]]
+    payoff = client.get(f"{API}/envs/{ENV}/payoff", params={"top": 4}).json()
+    assert len(payoff["agents"]) == 3  # retired agents are off the payoff matrix too
+
+
+def test_rank_ranges_come_from_the_whole_board(client, services):
+    seed_ladder(services, KEYS, 60)
+    whole = board(client)["data"]
+    for offset in range(len(KEYS)):
+        page = board(client, limit=1, offset=offset)
+        assert page["count"] == len(KEYS)
+        assert page["data"] == [whole[offset]]
+    assert board(client, offset=10)["data"] == []
+
+
+def test_empty_board_and_payoff(client):
+    assert board(client) == {"env": ENV, "role": "player", "count": 0, "data": []}
+    empty = client.get(f"{API}/envs/{ENV}/payoff").json()
+    assert empty == {"env": ENV, "role": "player", "agents": [], "win_rate": [], "games": [],
+                     "nash": []}
+
+
+class Builds:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self) -> int:
+        self.count += 1
+        return self.count
+
+
+def test_versioned_cache_rebuilds_on_a_new_version_only():
+    cache, build = VersionedCache(max_age_s=60), Builds()
+    assert cache.get("k", 1, build) == 1
+    assert cache.get("k", 1, build) == 1
+    assert cache.get("k", 2, build) == 2
+    assert cache.get("other", 2, build) == 3
+
+
+def test_versioned_cache_ages():
+    stale, build = VersionedCache(max_age_s=0), Builds()
+    assert [stale.get("k", 1, build) for _ in range(3)] == [1, 2, 3]
+    sticky, build = VersionedCache(max_age_s=60, min_age_s=60), Builds()
+    assert [sticky.get("k", v, build) for v in (1, 2, 3)] == [1, 1, 1]
+
+
+def test_versioned_cache_keeps_the_most_recently_used():
+    cache, build = VersionedCache(max_age_s=60, max_entries=2), Builds()
+    cache.get("a", 0, build)
+    cache.get("b", 0, build)
+    cache.get("a", 0, build)  # a is now the most recent
+    cache.get("c", 0, build)  # evicts b
+    assert cache.get("a", 0, build) == 1
+    assert cache.get("b", 0, build) == 4
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_history_limit_keeps_the_latest_points(client, services, limit):
+    ids = seed_ladder(services, KEYS[:2], 10)
+    points = client.get(f"{API}/agents/{ids['heuristic']}/history", params={"limit": limit}).json()
+    everything = client.get(f"{API}/agents/{ids['heuristic']}/history").json()
+    assert len(everything["data"]) == 10
+    assert points["data"] == everything["data"][-limit:]

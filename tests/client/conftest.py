@@ -1,0 +1,51 @@
+"""A real Arena server for the client tests: uvicorn on a free 127.0.0.1 port, in a thread.
+
+The server runs ``create_app(services)`` over real services (a migrated database from
+``migrated_db_url``, the embedded Redis from ``redis_url``), as ``arena serve`` wires
+them, minus the background scheduler: submitted agents stay ``queued`` unless a test
+advances them itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from arena.services import Services, open_services
+from arena.settings import Settings
+from tests.client.live import LiveServer
+
+
+@dataclass
+class Arena:
+    """A running server and the services behind it."""
+
+    url: str
+    services: Services
+    data_dir: Path
+
+
+@pytest.fixture
+def arena(tmp_path: Path, migrated_db_url: str, redis_url: str) -> Iterator[Arena]:
+    """A live Arena server on a fresh database (SQLite and PostgreSQL)."""
+    from arena.api.app import create_app
+
+    data_dir = tmp_path / "server"
+    settings = Settings(data_dir=data_dir, database_url=migrated_db_url, redis_url=redis_url)
+    with open_services(settings) as services:
+        server = LiveServer(create_app(services))
+        try:
+            yield Arena(server.url, services, data_dir)
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def cli_home(tmp_path: Path) -> Path:
+    """A private HOME for CLI subprocesses (the token file goes under it)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return home

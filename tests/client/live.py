@@ -1,0 +1,56 @@
+"""Helpers of the client tests: a live uvicorn server in a thread, and the CLI in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import uvicorn
+
+ARENA = [sys.executable, "-m", "arena.cli"]
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class LiveServer:
+    """uvicorn serving ``app`` on 127.0.0.1 in a daemon thread, until :meth:`stop`."""
+
+    def __init__(self, app, startup_timeout: float = 30.0) -> None:
+        # Bind first and hand the socket over: no window where another process takes the port.
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
+                                        name=f"uvicorn-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + startup_timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"test server on port {self.port} did not start")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=15)
+        self._sock.close()
+
+
+def run_cli(*args: str, home: Path, server: str | None = None, cwd: Path | None = None,
+            token: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m arena.cli ARGS`` as a user runs it, with its own HOME."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "COLUMNS": "200",
+           "PYTHONPATH": str(REPO_ROOT)}
+    if server:
+        env["ARENA_SERVER"] = server
+    if token:
+        env["ARENA_TOKEN"] = token
+    return subprocess.run([*ARENA, *args], cwd=cwd or home, env=env, capture_output=True,
+                          text=True, timeout=timeout)

@@ -1,0 +1,51 @@
+"""Fixtures of the web tests: a seeded SQLite arena served by the real app.
+
+The app is :func:`arena.api.create_app` (the JSON API, which includes the web
+router), so the pages' scripts talk to the real ``/api/v1`` endpoints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+
+from arena.api import create_app
+from arena.redis_server import EmbeddedRedis
+from arena.services import Services, open_services
+from arena.settings import Settings
+from tests.web.seed import SeededArena, seed_arena
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeededArena]:
+    """A database private to the test module: 300 connect four ladder matches among
+    three builtins, 60 tictactoe ones and one unrated simple_tag match."""
+    path = tmp_path_factory.mktemp("web") / "arena.sqlite3"
+    arena = seed_arena(f"sqlite:///{path}")
+    yield arena
+    arena.sessions.kw["bind"].dispose()
+
+
+@pytest.fixture(scope="module")
+def services(seeded: SeededArena, embedded_redis: EmbeddedRedis,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
+    """The app's services over the seeded database.
+
+    The pages never touch Redis; the app needs one to start, so it gets logical db 0
+    of the session's embedded server, which no test writes to.
+    """
+    data_dir: Path = tmp_path_factory.mktemp("web-data")
+    redis_url = embedded_redis.url.rsplit("/", 1)[0] + "/0"
+    settings = Settings(data_dir=data_dir, database_url=seeded.url, redis_url=redis_url)
+    with open_services(settings) as opened:
+        yield opened
+        opened.sessions.kw["bind"].dispose()
+
+
+@pytest.fixture(scope="module")
+def app(services: Services) -> FastAPI:
+    """The whole Arena app: JSON API plus the web pages."""
+    return create_app(services)

@@ -1,0 +1,82 @@
+"""A small real arena database for the web tests: ladders played, one simple_tag match.
+
+Everything goes through the real code paths: :class:`~arena.ladder.Ladder` with the
+:class:`~arena.runners.InProcessRunner` records rated matches (ratings, rating
+events, participants), and an unrated ``simple_tag`` match is played by the engine
+and stored through the repositories, as the service stores validation matches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from agents.catalog import make_policy
+from arena.db import make_engine, session_factory, upgrade
+from arena.db import repositories as repo
+from arena.engine import MatchEngine, MatchJob
+from arena.ladder import Ladder, LadderConfig
+from arena.recorder import participant_rows
+from arena.runners import AgentSource, InProcessRunner
+from envs.registry import get_spec
+
+C4 = "connect_four-v3"
+TTT = "tictactoe-v3"
+TAG = "simple_tag-v3"
+C4_AGENTS = ("heuristic", "heuristic:epsilon=0.5", "random")
+# Joins the connect four ladder late and plays a few placement matches: its wide
+# interval gives the leaderboard real rank ranges ("1–3").
+NEWCOMER = "heuristic:epsilon=0.2"
+NEWCOMER_MATCHES = 6
+
+
+@dataclass
+class SeededArena:
+    """Handles on the seeded database."""
+
+    url: str
+    sessions: sessionmaker[Session]
+    ladders: dict[str, Ladder] = field(default_factory=dict)
+    tag_match_id: str = ""
+
+    def play(self, env_id: str, matches: int) -> int:
+        """Play and record more rated matches on ``env_id``'s ladder."""
+        return self.ladders[env_id].run(InProcessRunner(), matches).recorded
+
+
+def seed_arena(url: str, c4_matches: int = 300, ttt_matches: int = 60) -> SeededArena:
+    """Migrate ``url`` and fill it: connect four and tictactoe ladders, a simple_tag match.
+
+    Connect four gets ``c4_matches`` among :data:`C4_AGENTS`, then
+    :data:`NEWCOMER_MATCHES` more after :data:`NEWCOMER` joins.
+    """
+    upgrade(url)
+    sessions = session_factory(make_engine(url))
+    arena = SeededArena(url, sessions)
+    for env_id, agents, n in ((C4, C4_AGENTS, c4_matches), (TTT, ("heuristic", "random"), ttt_matches)):
+        ladder = Ladder(sessions, LadderConfig(env_id, batch_size=100, seed=11))
+        ladder.add_agents([AgentSource(key=a, builtin=a) for a in agents])
+        arena.ladders[env_id] = ladder
+        arena.play(env_id, n)
+    arena.ladders[C4].add_agents([AgentSource(key=NEWCOMER, builtin=NEWCOMER)])
+    arena.play(C4, NEWCOMER_MATCHES)
+    arena.tag_match_id = record_unrated_tag_match(sessions)
+    return arena
+
+
+def record_unrated_tag_match(sessions: sessionmaker[Session], seed: int = 5) -> str:
+    """Play one simple_tag match (random predators vs random prey) and store it unrated."""
+    spec = get_spec(TAG)
+    engine = MatchEngine()
+    try:
+        job = MatchJob(seed=seed, agents=("random", "random"))
+        [record] = engine.play(TAG, [job], {"random": make_policy("random", TAG)})
+    finally:
+        engine.close()
+    with sessions.begin() as session:
+        repo.ensure_env(session, TAG, {"seats": list(spec.seats), "roles": list(spec.roles)})
+        ids = repo.get_or_create_agents(session, TAG, sorted(set(record.seats)), "builtin")
+        seqs = repo.insert_matches(session, [repo.match_row(record, rated=False)])
+        repo.insert_participants(session, participant_rows(spec, record, seqs[record.match_id], ids))
+    return record.match_id
