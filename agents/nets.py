@@ -49,11 +49,15 @@ class MLPNet(nn.Module):
         self.head = nn.Linear(sizes[-1], num_actions)
         self._act = _ACTIVATIONS[activation]
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+    def features(self, obs: torch.Tensor) -> torch.Tensor:
+        """The last hidden layer (what ``head`` reads); a trainer's critic may share it."""
         x = obs.reshape(obs.shape[0], -1)
         for layer in self.trunk:
             x = self._act(layer(x))
-        return self.head(x)
+        return x
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(obs))
 
 
 class CNNNet(nn.Module):
@@ -81,12 +85,15 @@ class CNNNet(nn.Module):
         self.head = nn.Linear(hidden, num_actions)
         self._act = _ACTIVATIONS[activation]
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+    def features(self, obs: torch.Tensor) -> torch.Tensor:
+        """The fully connected layer's output (what ``head`` reads)."""
         x = obs.permute(0, 3, 1, 2)
         for conv in self.convs:
             x = self._act(conv(x))
-        x = self._act(self.fc(x.flatten(1)))
-        return self.head(x)
+        return self._act(self.fc(x.flatten(1)))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(obs))
 
 
 @dataclass(frozen=True)

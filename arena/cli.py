@@ -207,10 +207,12 @@ def list_envs_cmd() -> None:
 
 def _register_service_commands() -> None:
     from arena.cli_client import register as register_client
+    from arena.cli_league import register as register_league
     from arena.cli_service import register
 
     register(app)
     register_client(app)
+    register_league(app)
 
 
 _register_service_commands()

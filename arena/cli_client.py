@@ -152,12 +152,26 @@ def user_create(
 def login(
     token: str = typer.Option(..., prompt="API token", hide_input=True, envvar="ARENA_TOKEN",
                               help="The token `arena user create` printed."),
+    server: str = _server_option(),
+    check: bool = typer.Option(True, "--check/--no-check", help="Verify the token with the server first."),
 ) -> None:
     """Save an existing API token for later commands (mode 0600)."""
     token = token.strip()
     if not token:
         _fail("the token is empty")
+    if check:
+        with remote(server, token) as client:
+            user = client.me()
+        _console().print(f"token of user [bold]{user['name']}[/] on {server}")
     _console().print(f"token saved to {save_token(token)}")
+
+
+@user_app.command("me")
+def user_me(server: str = _server_option(), token: str | None = _token_option()) -> None:
+    """Show the user the current token belongs to."""
+    with remote(server, token) as client:
+        user = client.me()
+    _console().print(f"{user['name']} (id {user['id']}{', admin' if user.get('is_admin') else ''})")
 
 
 # -- agents --------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import sys
 import time
 
 import typer
@@ -222,6 +224,9 @@ def serve(
             service = ArenaService(services, runner, config).start()
             url = f"http://{host or settings.host}:{port or settings.port}"
             console.print(f"Arena is up: [bold]{url}[/] (API docs at {url}/docs); Ctrl-C stops it")
+            # uvicorn re-raises SIGTERM after its own shutdown, which would kill the process
+            # before the embedded Redis and the workers are stopped: exit normally instead.
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
             try:
                 uvicorn.run(create_app(services), host=host or settings.host, port=port or settings.port,
                             log_level="warning")

@@ -32,7 +32,7 @@ import os
 import time
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -203,7 +203,7 @@ class ArenaClient:
             transport=transport,
         )
 
-    def __enter__(self) -> ArenaClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -267,6 +267,10 @@ class ArenaClient:
     def create_user(self, name: str) -> JSON:
         """``POST /users``: ``{id, name, token}``; the token is shown only this once."""
         return self.request("POST", "/users", json={"name": name})
+
+    def me(self) -> JSON:
+        """``GET /users/me``: the user the token belongs to (checks the token)."""
+        return self._get("/users/me")
 
     def envs(self) -> JSON:
         """``GET /envs``: ``{data: [env, ...], count}``."""

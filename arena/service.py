@@ -115,7 +115,7 @@ class ArenaService:
             with self.services.sessions() as session:
                 queued = repo.list_agents(session, env_id, statuses=("queued",))
             for agent in queued:
-                self._validate(agent)
+                self.validate(agent)
                 handled += 1
         return handled
 
@@ -123,7 +123,8 @@ class ArenaService:
         with self.services.sessions.begin() as session:
             repo.set_agent_status(session, agent_id, status, reason)
 
-    def _validate(self, agent: repo.AgentInfo) -> None:
+    def validate(self, agent: repo.AgentInfo) -> None:
+        """Validate one queued agent: it ends in ``placement`` or ``rejected`` (with the reason)."""
         self._set_status(agent.id, "validating")
         spec = get_spec(agent.env_id)
         try:

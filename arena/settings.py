@@ -67,6 +67,10 @@ class Settings(BaseSettings):
     snapshot_cache_size: int = Field(
         default=32, ge=1, description="Loaded policies each worker keeps (LRU)."
     )
+    page_cache_s: float = Field(
+        default=0.5, ge=0.0, le=60.0,
+        description="Seconds a served leaderboard page may be reused (0: always fresh).",
+    )
     admin_token: SecretStr | None = Field(
         default=None, description="Bearer token for admin endpoints; unset disables them."
     )

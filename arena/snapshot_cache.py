@@ -17,16 +17,18 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
 import torch
 
 from agents.checkpoint import DEFAULT_MAX_BYTES, CheckpointSpec, load_checkpoint_bytes
 from agents.neural import NeuralPolicy
+from agents.policy import MatchRng
 from arena.redis_keys import check_sha256
 from arena.snapshot_pool import SnapshotCorrupt
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CacheStats", "SnapshotCache", "SnapshotSource", "load_snapshot_policy"]
+__all__ = ["CacheStats", "SnapshotCache", "SnapshotPolicy", "SnapshotSource", "load_snapshot_policy"]
 
 
 class SnapshotSource(Protocol):
@@ -161,3 +163,21 @@ def load_snapshot_policy(
             "refusing to load it"
         )
     return NeuralPolicy(checkpoint, device=device, temperature=temperature)
+
+
+class SnapshotPolicy:
+    """A snapshot as a :class:`~agents.policy.Policy` that is looked up in a cache at every call.
+
+    Holding thousands of these costs nothing: the weights live in the bounded cache and
+    are (re)loaded only when a batch actually needs them.
+    """
+
+    bounded_runtime = True
+
+    def __init__(self, cache: SnapshotCache, sha256: str) -> None:
+        self.cache, self.weights_hash = cache, check_sha256(sha256)
+        self.agent_id = f"snapshot-{sha256[:16]}"
+
+    def act(self, obs: np.ndarray, mask: np.ndarray, rng: MatchRng) -> np.ndarray:
+        """The cached policy's actions (loading the snapshot on a miss)."""
+        return self.cache.get(self.weights_hash).act(obs, mask, rng)

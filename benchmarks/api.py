@@ -49,7 +49,7 @@ from typing import Any
 # Lets the script run from a checkout without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ENVS = {  # env -> (share of agents and matches, plies range, draw probability)
     "connect_four-v3": (0.7, (7, 42), 0.03),
@@ -84,8 +84,8 @@ def seed_database(url: str, n_agents: int, n_matches: int, seed: int = 0) -> dic
     out: dict[str, Any] = {}
     for env_id, (share, plies, p_draw) in ENVS.items():
         spec = get_spec(env_id)
-        n_a = int(round(n_agents * share))
-        n_m = int(round(n_matches * share))
+        n_a = round(n_agents * share)
+        n_m = round(n_matches * share)
         keys = [f"mlp-{i:016x}" for i in rng.integers(0, 2**62, n_a)]
         keys = list(dict.fromkeys(keys))
         with sessions.begin() as session:
@@ -102,7 +102,7 @@ def seed_database(url: str, n_agents: int, n_matches: int, seed: int = 0) -> dic
         _log(f"  {env_id}: {len(keys):,} agents, {n_m:,} matches "
              f"({time.perf_counter() - start:.1f} s so far)")
     engine.dispose()
-    return {"envs": out, "seed_s": time.perf_counter() - start}
+    return {"envs": out, "matches": n_matches, "seed_s": time.perf_counter() - start}
 
 
 def _seed_matches(sessions, env_id: str, keys: list[str], agent_ids: np.ndarray, skill: np.ndarray,
@@ -465,13 +465,14 @@ def run(args: argparse.Namespace, data_dir: Path) -> None:
 
 def report(args, seeded, sql, lat, errors, solo, floor) -> None:
     n_agents = sum(s["count"] for s in seeded["envs"].values())
+    n_matches = seeded.get("matches", args.matches)
     print(f"{'in-process query, median ms':<34}{'naive':>10}{'ours':>10}")
     for name, naive, ours in sql:
         print(f"{name:<34}{naive:>10.2f}{ours:>10.2f}")
     print()
     total = sum(len(v) for v in lat.values())
     rps = total / args.seconds
-    print(f"HTTP on 127.0.0.1: {n_agents:,} agents, {args.matches:,} matches, {args.workers} uvicorn "
+    print(f"HTTP on 127.0.0.1: {n_agents:,} agents, {n_matches:,} matches, {args.workers} uvicorn "
           f"worker(s), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     print(f"{'endpoint':<28}{'clients':>8}{'requests':>10}{'p50 ms':>9}{'p99 ms':>9}")
     for clients, table in ((args.clients, lat), (1, solo), (args.clients, floor)):
@@ -490,7 +491,7 @@ def report(args, seeded, sql, lat, errors, solo, floor) -> None:
         "solo_leaderboard_p50_ms": round(pct(solo.get("leaderboard", []), 50), 2),
         "solo_matches_p50_ms": round(pct(solo_matches, 50), 2),
         "floor_p99_ms": round(pct(floor.get("envs (no database)", []), 99), 2),
-        "errors": errors, "agents": n_agents, "matches": args.matches, "clients": args.clients,
+        "errors": errors, "agents": n_agents, "matches": n_matches, "clients": args.clients,
         "workers": args.workers, "cpus": os.cpu_count(), "seed_s": round(seeded["seed_s"], 1),
     }))
 

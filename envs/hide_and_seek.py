@@ -36,6 +36,8 @@ many episodes at once; this env wraps a core of one episode.
 
 Version history:
     v0: initial release (grid 15, 2 hiders, 2 seekers, 2 boxes, 60 steps, 40% prep).
+        Later added, defaults unchanged: the ``n_doors`` and ``box_by_door`` options
+        (force one or two doors; start a box next to the door), for training curricula.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ class HideAndSeekEnv(ParallelEnv):
 
     Args:
         size, n_hiders, n_seekers, n_boxes, max_steps, prep_fraction, vision_radius,
-            view_size: As in :class:`HideAndSeekCore`.
+            view_size, n_doors, box_by_door: As in :class:`HideAndSeekCore`.
         render_mode: ``None``, ``"rgb_array"`` or ``"ansi"``.
     """
 
@@ -91,6 +93,8 @@ class HideAndSeekEnv(ParallelEnv):
         prep_fraction: float = 0.4,
         vision_radius: int = 7,
         view_size: int = 9,
+        n_doors: int | None = None,
+        box_by_door: bool = False,
         render_mode: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -108,6 +112,8 @@ class HideAndSeekEnv(ParallelEnv):
             prep_fraction=prep_fraction,
             vision_radius=vision_radius,
             view_size=view_size,
+            n_doors=n_doors,
+            box_by_door=box_by_door,
         )
         self.render_mode = render_mode
         self.possible_agents = [f"hider_{i}" for i in range(n_hiders)] + [

@@ -38,6 +38,10 @@ class HideAndSeekCore:
             rewarded.
         vision_radius: Euclidean sight range in cells.
         view_size: Side of the egocentric observation window (odd).
+        n_doors: Doors of the hiders' room in random layouts: ``None`` (default) draws
+            one or two per layout, ``1`` or ``2`` forces that many (training curricula).
+        box_by_door: Random layouts start a box in the room next to the door
+            (training curricula; see :func:`envs.hide_and_seek_grid.random_layout`).
     """
 
     def __init__(
@@ -52,8 +56,12 @@ class HideAndSeekCore:
         prep_fraction: float = 0.4,
         vision_radius: int = 7,
         view_size: int = 9,
+        n_doors: int | None = None,
+        box_by_door: bool = False,
     ) -> None:
         lo, _ = grid.room_size_range(size)
+        if n_doors not in (None, 1, 2):
+            raise ValueError(f"n_doors must be None, 1 or 2, got {n_doors!r}")
         if size < 9:
             raise ValueError(f"size must be >= 9, got {size}")
         if n_hiders < 1 or n_seekers < 1 or n_boxes < 0:
@@ -71,6 +79,7 @@ class HideAndSeekCore:
         self.max_steps = max_steps
         self.prep_steps = round(prep_fraction * max_steps)
         self.vision_radius, self.view_size = vision_radius, view_size
+        self.n_doors, self.box_by_door = n_doors, box_by_door
         self.obs_dim = len(CHANNELS) * view_size**2 + len(FLAT)
         self._in_range, self._between = grid.sight_table(vision_radius)
         n, a, b = n_envs, self.n_agents, max(n_boxes, 1)
@@ -107,7 +116,10 @@ class HideAndSeekCore:
             raise ValueError(f"{len(rows)} envs to reset but {len(seeds)} seeds")
         counts = (self.n_hiders, self.n_seekers, self.n_boxes)
         for row, seed in zip(rows.tolist(), seeds):
-            self._load(row, grid.random_layout(self.size, *counts, int(seed)))
+            layout = grid.random_layout(
+                self.size, *counts, int(seed), self.n_doors, self.box_by_door
+            )
+            self._load(row, layout)
         self._refresh(rows)
         return self.observe(), self.action_masks()
 

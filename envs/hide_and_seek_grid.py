@@ -57,13 +57,27 @@ def room_size_range(size: int) -> tuple[int, int]:
     return lo, max(lo, (size - 2) // 2)
 
 
-def random_layout(size: int, n_hiders: int, n_seekers: int, n_boxes: int, seed: int) -> Layout:
+def random_layout(
+    size: int, n_hiders: int, n_seekers: int, n_boxes: int, seed: int,
+    n_doors: int | None = None, box_by_door: bool = False,
+) -> Layout:
     """Draw a layout: a walled room with 1-2 doors in a random corner.
 
     Hiders and ``ceil(n_boxes / 2)`` boxes start inside the room, seekers and the other
     boxes outside; nothing starts in a doorway or on a cell next to one, so no door
     starts blocked.
+
+    Args:
+        n_doors: ``None`` (default): one or two doors, drawn from ``seed``; ``1`` or
+            ``2`` forces that many (a training curriculum). The random stream is
+            consumed the same way in every case, so a seed whose drawn door count
+            already matches gives the very same layout.
+        box_by_door: Move the first box that starts in the room onto the room cell
+            next to the (first) door (a training curriculum; the door itself stays
+            open). Nothing else about the draw changes.
     """
+    if n_doors not in (None, 1, 2):
+        raise ValueError(f"n_doors must be None, 1 or 2, got {n_doors!r}")
     rng = np.random.default_rng(seed)
     walls = np.zeros((size, size), dtype=bool)
     walls[0, :] = walls[-1, :] = walls[:, 0] = walls[:, -1] = True
@@ -75,7 +89,10 @@ def random_layout(size: int, n_hiders: int, n_seekers: int, n_boxes: int, seed: 
     walls[1 : rh + 1, rw + 1] = True
     bottom = [(rh + 1, c) for c in range(1, rw + 1)]
     side = [(r, rw + 1) for r in range(1, rh + 1)]
-    if rng.integers(2) == 0:
+    one_door = rng.integers(2) == 0
+    if n_doors is not None:
+        one_door = n_doors == 1
+    if one_door:
         both = bottom + side
         door = both[int(rng.integers(len(both)))]
         doors = np.array([door, door], dtype=np.int64)
@@ -100,6 +117,9 @@ def random_layout(size: int, n_hiders: int, n_seekers: int, n_boxes: int, seed: 
     cells = np.stack(np.unravel_index(np.concatenate([ins, outs]), walls.shape), -1)
     hiders, boxes_in = cells[:n_hiders], cells[n_hiders : n_hiders + n_in]
     seekers, boxes_out = cells[len(ins) : len(ins) + n_seekers], cells[len(ins) + n_seekers :]
+    if box_by_door and n_in > 0:
+        by_door = doors[0] + MOVES
+        boxes_in[0] = by_door[room[by_door[:, 0], by_door[:, 1]]][0]
     return Layout(
         walls=np.ascontiguousarray(walls),
         doors=doors.astype(np.int64),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -41,6 +42,7 @@ class EnvEntry:
 
 _REGISTRY: dict[str, EnvEntry] = {}
 _BUILTINS_LOADED = False
+_BUILTINS_LOCK = threading.RLock()
 
 
 def load_object(path: str) -> Any:
@@ -52,10 +54,15 @@ def load_object(path: str) -> Any:
 
 
 def _ensure_builtins() -> None:
+    # Set the flag only after the import completed, under a lock: concurrent first
+    # requests in a server must never see a half-filled registry.
     global _BUILTINS_LOADED
-    if not _BUILTINS_LOADED:
-        _BUILTINS_LOADED = True
-        importlib.import_module("envs.builtin")
+    if _BUILTINS_LOADED:
+        return
+    with _BUILTINS_LOCK:
+        if not _BUILTINS_LOADED:
+            importlib.import_module("envs.builtin")
+            _BUILTINS_LOADED = True
 
 
 def register_env(

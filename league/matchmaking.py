@@ -233,6 +233,27 @@ class WinRateTable:
         """:meth:`win_rate` of each opponent, as an array for :func:`sample_pfsp`."""
         return np.array([self.win_rate(o) for o in opponents], dtype=float)
 
+    def opponents(self) -> list[Hashable]:
+        """Every opponent with at least one recorded result, in first-seen order."""
+        return list(self._games)
+
+    def to_json(self) -> dict:
+        """JSON-ready state (opponent ids must be strings)."""
+        return {
+            "decay": self.decay,
+            "prior_games": self.prior_games,
+            "wins": {str(k): v for k, v in self._wins.items()},
+            "games": {str(k): v for k, v in self._games.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> WinRateTable:
+        """Inverse of :meth:`to_json`."""
+        table = cls(float(data["decay"]), float(data["prior_games"]))
+        table._wins = {k: float(v) for k, v in data["wins"].items()}
+        table._games = {k: float(v) for k, v in data["games"].items()}
+        return table
+
 
 def sample_latest_or_past(
     latest: K,

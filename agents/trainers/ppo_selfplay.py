@@ -9,18 +9,24 @@ learner and scripted baselines - sampled per board by the caller's ``pick_oppone
 (:mod:`agents.nets`), so a checkpoint is a plain Arena agent (safetensors + spec).
 
 Rewards are the game result (+1 win, -1 loss, 0 draw) given on the learner's last
-move of each game; illegal moves are masked out of the policy.
+move of each game; illegal moves are masked out of the policy. Every finished game is
+also reported per opponent (:attr:`UpdateStats.result_opponents` / ``result_scores``)
+so a league can keep PFSP win-rate tables.
+
+State for resuming (:meth:`SelfPlayPPO.state_tensors`) is tensors only - the model
+and Adam's moments - so it is saved as safetensors, never pickled.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
 import numpy as np
 import torch
-import torch.nn as nn
+from torch import nn
 
 from agents.nets import build_net
 from agents.policy import MatchRng, Policy
@@ -37,6 +43,14 @@ class PPOConfig:
     """learner decisions per board per update"""
     hidden: list[int] = field(default_factory=lambda: [256, 256])
     """actor and critic hidden layers (the actor is the registry's ``mlp``)"""
+    arch: str = "mlp"
+    """registry architecture of the actor (``mlp`` or ``cnn``)"""
+    arch_hparams: dict[str, Any] | None = None
+    """actor hyper-parameters; None means ``{"hidden": hidden}`` for mlp, defaults for cnn"""
+    critic_hidden: list[int] | None = None
+    """critic (an mlp, never exported) hidden layers; None means ``hidden``"""
+    shared_trunk: bool = False
+    """critic = a linear head on the actor's last hidden layer (half the compute) instead of its own mlp"""
     lr: float = 1e-3
     """Adam learning rate"""
     gamma: float = 0.99
@@ -59,17 +73,35 @@ class PPOConfig:
     """seeds torch (init, sampling) and the opponents' random streams"""
 
 
-class ActorCritic(nn.Module):
-    """Registry actor (exported as the agent) plus a separate critic."""
+def actor_hparams(config: PPOConfig) -> dict[str, Any]:
+    """The actor's registry hyper-parameters (what goes into the exported spec)."""
+    if config.arch_hparams is not None:
+        return dict(config.arch_hparams)
+    return {"hidden": list(config.hidden)} if config.arch == "mlp" else {}
 
-    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: list[int]) -> None:
+
+class ActorCritic(nn.Module):
+    """Registry actor (exported as the agent) plus a critic: its own mlp, or a head on the actor's trunk."""
+
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, hidden: list[int],
+                 arch: str = "mlp", hparams: dict[str, Any] | None = None,
+                 critic_hidden: list[int] | None = None, shared_trunk: bool = False) -> None:
         super().__init__()
-        self.actor = build_net("mlp", {"hidden": hidden}, obs_shape, num_actions)
-        self.critic = build_net("mlp", {"hidden": hidden}, obs_shape, 1)
+        self.actor = build_net(arch, {"hidden": hidden} if hparams is None else hparams, obs_shape, num_actions)
+        self.shared_trunk = shared_trunk
+        if shared_trunk:
+            self.critic = nn.Linear(self.actor.head.in_features, 1)
+        else:
+            self.critic = build_net("mlp", {"hidden": critic_hidden or hidden}, obs_shape, 1)
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor):
-        logits = self.actor(obs).masked_fill(~mask, -1e9)
-        return torch.distributions.Categorical(logits=logits), self.critic(obs).squeeze(-1)
+        if self.shared_trunk:
+            features = self.actor.features(obs)
+            logits, value = self.actor.head(features), self.critic(features)
+        else:
+            logits, value = self.actor(obs), self.critic(obs)
+        logits = logits.masked_fill(~mask, -1e9)
+        return torch.distributions.Categorical(logits=logits, validate_args=False), value.squeeze(-1)
 
 
 @dataclass
@@ -85,6 +117,24 @@ class UpdateStats:
     value_loss: float
     entropy: float
     seconds: float
+    result_opponents: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """opponent index of every game finished in this update"""
+    result_scores: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """the learner's score in each of those games: 1 win, 0.5 draw, 0 loss"""
+
+
+def gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, next_value: torch.Tensor,
+        gamma: float, lam: float) -> torch.Tensor:
+    """Generalized advantage estimates of a ``(steps, n)`` rollout (``dones[t]``: game over after step t)."""
+    adv = torch.zeros_like(rewards)
+    last = torch.zeros_like(next_value)
+    for t in reversed(range(len(rewards))):
+        nxt = next_value if t == len(rewards) - 1 else values[t + 1]
+        nonterminal = 1.0 - dones[t]
+        delta = rewards[t] + gamma * nxt * nonterminal - values[t]
+        last = delta + gamma * lam * nonterminal * last
+        adv[t] = last
+    return adv
 
 
 class SelfPlayPPO:
@@ -95,24 +145,70 @@ class SelfPlayPPO:
         config: PPO settings.
         pick_opponent: ``(rng) -> index`` into the opponents list given to
             :meth:`update`, called whenever a board starts a new game.
+        pick_opponents: Vectorized alternative, ``(rng, k) -> k indices``; used
+            instead of ``pick_opponent`` when given (a league samples thousands).
     """
 
     def __init__(self, core: BoardCore, config: PPOConfig,
-                 pick_opponent: Callable[[np.random.Generator], int] | None = None) -> None:
+                 pick_opponent: Callable[[np.random.Generator], int] | None = None,
+                 pick_opponents: Callable[[np.random.Generator, int], np.ndarray] | None = None) -> None:
         self.core, self.cfg = core, config
         torch.manual_seed(config.seed)
-        self.model = ActorCritic(core.obs_shape, core.num_actions, config.hidden)
-        self.optim = torch.optim.Adam(self.model.parameters(), lr=config.lr, eps=1e-5)
+        self.model = ActorCritic(core.obs_shape, core.num_actions, config.hidden, config.arch,
+                                 actor_hparams(config), config.critic_hidden, config.shared_trunk)
+        self.optim = self._new_optimizer()
         self.rng = np.random.default_rng(config.seed)
         self.pick_opponent = pick_opponent or (lambda rng: 0)
+        self.pick_opponents = pick_opponents
         n = config.num_envs
         self.batch = core.new_batch(n)
         self.learner_seat = self.rng.integers(0, 2, size=n).astype(np.int8)
-        self.opponent = np.zeros(n, dtype=np.int64)
         self.game_seed = self.rng.integers(0, 2**62, size=n)
         self.total_steps = 0
-        for i in range(n):
-            self.opponent[i] = self.pick_opponent(self.rng)
+        self.opponent = self._pick(n)
+
+    def _new_optimizer(self) -> torch.optim.Adam:
+        return torch.optim.Adam(self.model.parameters(), lr=self.cfg.lr, eps=1e-5, foreach=True)
+
+    def _pick(self, k: int) -> np.ndarray:
+        if self.pick_opponents is not None:
+            return np.asarray(self.pick_opponents(self.rng, k), dtype=np.int64).reshape(k)
+        return np.array([self.pick_opponent(self.rng) for _ in range(k)], dtype=np.int64)
+
+    # -- schedule, resets and resumable state -------------------------------------------
+    def set_lr(self, lr: float) -> None:
+        """Set Adam's learning rate (for schedules driven by the caller)."""
+        for group in self.optim.param_groups:
+            group["lr"] = lr
+
+    def load_weights(self, state_dict: dict[str, torch.Tensor], reset_optimizer: bool = True) -> None:
+        """Load actor+critic weights (``model.state_dict()`` keys); fresh Adam moments by default."""
+        self.model.load_state_dict(state_dict, strict=True)
+        if reset_optimizer:
+            lr = self.optim.param_groups[0]["lr"]
+            self.optim = self._new_optimizer()
+            self.set_lr(lr)
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        """Model weights (``model.*``) and Adam state (``optim.<i>.<name>``), as plain tensors."""
+        out = {f"model.{k}": v.detach().clone() for k, v in self.model.state_dict().items()}
+        for i, state in self.optim.state_dict()["state"].items():
+            for name, value in state.items():
+                out[f"optim.{i}.{name}"] = torch.as_tensor(value).detach().clone()
+        return out
+
+    def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Inverse of :meth:`state_tensors` (the learning rate stays as it is)."""
+        self.load_weights({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+        state: dict[int, dict[str, torch.Tensor]] = {}
+        for key, value in tensors.items():
+            if key.startswith("optim."):
+                _, i, name = key.split(".", 2)
+                state.setdefault(int(i), {})[name] = value
+        if state:
+            sd = self.optim.state_dict()
+            sd["state"] = state
+            self.optim.load_state_dict(sd)
 
     # -- environment ---------------------------------------------------------------
     def _reset_finished(self, rows: np.ndarray) -> None:
@@ -123,8 +219,7 @@ class SelfPlayPPO:
             getattr(self.batch, name)[rows] = getattr(fresh, name)
         self.learner_seat[rows] = self.rng.integers(0, 2, size=rows.size)
         self.game_seed[rows] = self.rng.integers(0, 2**62, size=rows.size)
-        for r in rows:
-            self.opponent[r] = self.pick_opponent(self.rng)
+        self.opponent[rows] = self._pick(rows.size)
 
     def _opponents_move(self, opponents: list[Policy]) -> np.ndarray:
         """Let opponents move until it is the learner's turn everywhere; returns finished rows."""
@@ -156,6 +251,7 @@ class SelfPlayPPO:
         rew_buf, done_buf = torch.zeros((steps, n)), torch.zeros((steps, n))
         games = wins = draws = 0
         env_steps = 0
+        result_opps, result_scores = [], []
         for t in range(steps):
             ended = self._opponents_move(opponents)
             self._reset_finished(ended)  # boards the opponent just finished restart
@@ -182,27 +278,25 @@ class SelfPlayPPO:
             games += finished.size
             wins += int((result[finished] > 0).sum())
             draws += int((result[finished] == 0).sum())
+            result_opps.append(self.opponent[finished].copy())
+            result_scores.append((result[finished] + 1.0) / 2.0)
             self._reset_finished(finished)
         with torch.no_grad():
             rows = np.arange(n)
             obs, mask = self.core.observe(self.batch, rows)
             _, next_value = self.model(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(mask))
-        adv = torch.zeros_like(rew_buf)
-        last = torch.zeros(n)
-        for t in reversed(range(steps)):
-            nxt = next_value if t == steps - 1 else val_buf[t + 1]
-            nonterminal = 1.0 - done_buf[t]
-            delta = rew_buf[t] + cfg.gamma * nxt * nonterminal - val_buf[t]
-            last = delta + cfg.gamma * cfg.gae_lambda * nonterminal * last
-            adv[t] = last
+        adv = gae(rew_buf, val_buf, done_buf, next_value, cfg.gamma, cfg.gae_lambda)
         returns = adv + val_buf
-        losses = self._optimise(obs_buf.flatten(0, 1), mask_buf.flatten(0, 1), act_buf.flatten(),
+        losses = self.optimise(obs_buf.flatten(0, 1), mask_buf.flatten(0, 1), act_buf.flatten(),
                                 logp_buf.flatten(), adv.flatten(), returns.flatten())
         self.total_steps += env_steps
         return UpdateStats(env_steps, games, wins, draws, games - wins - draws, *losses,
-                           time.perf_counter() - start)
+                           time.perf_counter() - start, np.concatenate(result_opps),
+                           np.concatenate(result_scores).astype(np.float64))
 
-    def _optimise(self, obs, mask, act, old_logp, adv, returns) -> tuple[float, float, float]:
+    def optimise(self, obs: torch.Tensor, mask: torch.Tensor, act: torch.Tensor, old_logp: torch.Tensor,
+                 adv: torch.Tensor, returns: torch.Tensor) -> tuple[float, float, float]:
+        """PPO-clip epochs over one flattened rollout; returns the last (policy, value, entropy) losses."""
         cfg = self.cfg
         size = len(act)
         mb = size // cfg.minibatches
@@ -223,4 +317,4 @@ class SelfPlayPPO:
                 loss.backward()
                 nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
                 self.optim.step()
-        return float(pg), float(vloss), float(ent)
+        return float(pg.detach()), float(vloss.detach()), float(ent.detach())

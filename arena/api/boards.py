@@ -1,13 +1,19 @@
-"""Leaderboards and payoff matrices, built from one query each and cached.
+"""Leaderboards and payoff matrices, built from few queries and cached.
 
 A board is every rated agent of an (env, role), ranked by ``mu - 3 sigma``, with each
 agent's rank range from the 95% intervals of everyone on it (:mod:`league.ranking`).
-Ranges need the whole board, so the board is loaded in one statement and kept in a
-small in-process cache keyed by (env, role) and stamped with
-:func:`~arena.db.repositories.board_version`. A request costs that marker query, a
-slice, and one primary-key lookup per shown row for its last match time; the board
-is rebuilt only when the marker moves (or the entry is ``max_age_s`` old, which also
-covers a rating rebuild, the one change the marker cannot see).
+Ranges need the whole board, so it lives in memory in a :class:`BoardCache`, stamped
+with the env's :func:`~arena.db.repositories.board_version` (newest match seq, newest
+agent update). A request costs that marker query, a slice, and one primary-key lookup
+per shown row for its last match time.
+
+When the marker moves (a ladder recorded a batch, a status changed) the board is not
+reloaded: only the rows of agents rated or updated since the stamped version are
+re-read (:func:`~arena.db.repositories.board_changes`, one statement) and merged in,
+so a live ladder does not turn every poll into a full reload. A full reload happens
+on first use and after ``max_age_s`` (which also picks up a rating rebuild, the one
+change the marker cannot see). One request per board refreshes it at a time; the others wait
+for its result rather than repeating the work.
 
 Payoff matrices need a join over the match log, which is slow for agents with many
 matches, so a computed matrix is served for at least ``min_age_s`` even if new
@@ -20,7 +26,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -38,22 +44,99 @@ V = TypeVar("V")
 
 @dataclass(frozen=True)
 class Board:
-    """A whole leaderboard, ranked, with rank ranges and intervals per row."""
+    """A whole leaderboard, ranked, with rank ranges and intervals per row.
+
+    Attributes:
+        version: The ``board_version`` marker the rows are current for (``None``:
+            unknown, never refreshed incrementally).
+    """
 
     rows: list[repo.BoardRow]
     rank_lo: list[int]
     rank_hi: list[int]
     ci_low: list[float]
     ci_high: list[float]
+    version: tuple[Any, ...] | None = None
 
 
-def build_board(rows: list[repo.BoardRow]) -> Board:
+def build_board(rows: list[repo.BoardRow], version: tuple[Any, ...] | None = None) -> Board:
     """Rank ranges and 95% intervals of ``rows`` (already best-first)."""
     mu = np.fromiter((r.mu for r in rows), dtype=np.float64, count=len(rows))
     sigma = np.fromiter((r.sigma for r in rows), dtype=np.float64, count=len(rows))
     low, high = interval_bounds(mu, sigma)
     best, worst = rank_ranges(low, high, np.arange(1, len(rows) + 1))
-    return Board(rows, best.tolist(), worst.tolist(), low.tolist(), high.tolist())
+    return Board(rows, best.tolist(), worst.tolist(), low.tolist(), high.tolist(), version)
+
+
+def refresh_board(session: Session, board: Board, env_id: str, role: str,
+                  version: tuple[Any, ...]) -> Board:
+    """``board`` brought up to ``version`` by re-reading only the agents that changed."""
+    assert board.version is not None
+    changed = repo.board_changes(session, env_id, role, *board.version)
+    if not changed:
+        return replace(board, version=version)
+    ids = {r.agent_id for r in changed}
+    kept = [r for r in board.rows if r.agent_id not in ids]
+    fresh = [r for r in changed if r.status not in OFF_BOARD]
+    return build_board(sorted(kept + fresh, key=repo.board_order), version)
+
+
+class BoardCache:
+    """Boards by (env, role), refreshed incrementally (thread-safe; see the module doc).
+
+    Args:
+        max_age_s: A board older than this is reloaded in full.
+        max_entries: Boards kept (least recently used dropped first).
+    """
+
+    def __init__(self, max_age_s: float = 300.0, max_entries: int = 64) -> None:
+        self.max_age_s, self.max_entries = max_age_s, max_entries
+        self._boards: OrderedDict[tuple[str, str], tuple[float, Board]] = OrderedDict()
+        self._key_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def _current(self, key: tuple[str, str]) -> tuple[Board | None, float]:
+        """The cached board of ``key`` and when it was loaded in full (``None`` if too old)."""
+        with self._lock:
+            entry = self._boards.get(key)
+            if entry is None:
+                return None, 0.0
+            self._boards.move_to_end(key)
+        loaded, board = entry
+        if time.monotonic() - loaded >= self.max_age_s:
+            return None, 0.0
+        return board, loaded
+
+    def get(self, session: Session, env_id: str, role: str,
+            version: tuple[Any, ...] | None = None) -> Board:
+        """The board of ``env_id``/``role`` as of ``version`` (read now if not given)."""
+        key = (env_id, role)
+        version = version if version is not None else repo.board_version(session, env_id)
+        board, _ = self._current(key)
+        if board is not None and board.version == version:
+            return board
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:  # one refresher per board; the others then find its result
+            board, loaded = self._current(key)
+            if board is not None and board.version == version:
+                return board
+            if board is None:
+                loaded = time.monotonic()
+                board = build_board(repo.board_rows(session, env_id, role, OFF_BOARD), version)
+            else:
+                board = refresh_board(session, board, env_id, role, version)
+            with self._lock:
+                self._boards[key] = (loaded, board)
+                self._boards.move_to_end(key)
+                while len(self._boards) > self.max_entries:
+                    dropped, _ = self._boards.popitem(last=False)
+                    self._key_locks.pop(dropped, None)
+            return board
+
+    def clear(self) -> None:
+        with self._lock:
+            self._boards.clear()
 
 
 class VersionedCache(Generic[V]):
@@ -94,13 +177,15 @@ class VersionedCache(Generic[V]):
             self._entries.clear()
 
 
-def load_board(session: Session, cache: VersionedCache[Board], env_id: str, role: str) -> Board:
-    """The board of ``env_id``/``role`` from ``cache``, rebuilt if the data moved."""
-    version = repo.board_version(session, env_id, role)
-    return cache.get(
-        (env_id, role), version,
-        lambda: build_board(repo.board_rows(session, env_id, role, exclude_statuses=OFF_BOARD)),
-    )
+def load_board(session: Session, cache: BoardCache, env_id: str, role: str,
+               version: tuple[Any, ...] | None = None) -> Board:
+    """The current board of ``env_id``/``role`` from ``cache``.
+
+    Args:
+        version: The env's :func:`~arena.db.repositories.board_version`, if the caller
+            already read it.
+    """
+    return cache.get(session, env_id, role, version)
 
 
 def board_page(session: Session, board: Board, limit: int, offset: int) -> list[dict[str, Any]]:

@@ -70,7 +70,7 @@ def parse_submission(fields: dict[str, bytes]) -> Submission:
         raise InvalidSubmission(f"missing or empty form field(s) {', '.join(missing)}; {FIELD_HELP}")
     env = _text(fields, "env") or ""
     name = _text(fields, "name") or None
-    if name is not None and not _AGENT_NAME.match(name):
+    if name is not None and not _AGENT_NAME.fullmatch(name):
         raise InvalidSubmission(
             f"name {name[:80]!r} must be 1-64 characters: letters, digits, space and _.:+- "
             "(starting with a letter or digit)"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from envs.errors import InvalidSubmission, PayloadTooLarge
 
@@ -156,5 +156,7 @@ async def read_form(request: Request, limits: Mapping[str, int]) -> dict[str, by
         parser.finalize()
     except FormParserError as exc:
         raise InvalidSubmission(f"malformed multipart body ({exc}); fields: {names}") from None
+    except ClientDisconnect:
+        raise InvalidSubmission("the upload was interrupted before it was complete") from None
     log.debug("read %d upload bytes: fields %s", received, sorted(collector.fields))
     return collector.fields

@@ -18,7 +18,7 @@ ADMIN_TOKEN = "admin-test-token"
 @pytest.fixture
 def services(tmp_path, migrated_db_url: str, redis_url: str) -> Iterator[Services]:
     """Services on a fresh database and Redis db, with a 4 KiB upload limit."""
-    settings = Settings(data_dir=tmp_path / "arena", database_url=migrated_db_url,
+    settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "arena", database_url=migrated_db_url,
                         redis_url=redis_url, max_upload_bytes=UPLOAD_LIMIT,
                         admin_token=ADMIN_TOKEN)
     with open_services(settings) as opened:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from fastapi.testclient import TestClient
 
-from arena.api.boards import VersionedCache
+from arena.api import create_app
+from arena.api.boards import OFF_BOARD, BoardCache, VersionedCache, build_board, refresh_board
 from arena.db import repositories as repo
 from tests.api.helpers import API, ENV, seed_ladder
 
@@ -31,6 +33,43 @@ def test_board_follows_matches_and_status_changes_made_elsewhere(client, service
     assert third["count"] == 3 and ids["random"] not in [r["agent_id"] for r in third["data"]]
     payoff = client.get(f"{API}/envs/{ENV}/payoff", params={"top": 4}).json()
     assert len(payoff["agents"]) == 3  # retired agents are off the payoff matrix too
+
+
+def full_board(services, version=None):
+    with services.sessions() as session:
+        return build_board(repo.board_rows(session, ENV, "player", OFF_BOARD), version)
+
+
+def test_incremental_refresh_equals_a_full_reload(client, services):
+    ids = seed_ladder(services, KEYS, 40)
+    with services.sessions() as session:
+        old = full_board(services, repo.board_version(session, ENV))
+    seed_ladder(services, KEYS[:2], 30, seed=5)  # two agents move
+    with services.sessions.begin() as session:
+        repo.set_agent_status(session, ids["random"], "retired")  # one leaves
+    ids.update(seed_ladder(services, ["heuristic:epsilon=0.9", "heuristic"], 20, seed=6))  # one arrives
+    with services.sessions() as session:
+        version = repo.board_version(session, ENV)
+        changed = {r.agent_id for r in repo.board_changes(session, ENV, "player", *old.version)}
+        refreshed = refresh_board(session, old, ENV, "player", version)
+    assert changed == {ids[k] for k in (*KEYS[:2], "random", "heuristic:epsilon=0.9")}
+    assert refreshed == full_board(services, version)
+    assert len(refreshed.rows) == 4 and ids["random"] not in [r.agent_id for r in refreshed.rows]
+    # Through the API: a board cached before the changes now equals a cold one.
+    cold = TestClient(create_app(services)).get(f"{API}/leaderboard", params={"env": ENV})
+    assert board(client) == cold.json()
+
+
+def test_board_cache_reloads_after_max_age(services):
+    seed_ladder(services, KEYS[:2], 10)
+    cache = BoardCache(max_age_s=0)
+    with services.sessions() as session:
+        first = cache.get(session, ENV, "player")
+        assert cache.get(session, ENV, "player") is not first  # reloaded every time
+    keep = BoardCache(max_age_s=60)
+    with services.sessions() as session:
+        first = keep.get(session, ENV, "player")
+        assert keep.get(session, ENV, "player") is first
 
 
 def test_rank_ranges_come_from_the_whole_board(client, services):
@@ -91,3 +130,31 @@ def test_history_limit_keeps_the_latest_points(client, services, limit):
     everything = client.get(f"{API}/agents/{ids['heuristic']}/history").json()
     assert len(everything["data"]) == 10
     assert points["data"] == everything["data"][-limit:]
+
+
+def test_leaderboard_pages_are_reused_within_the_cache_window(migrated_db_url, redis_url, tmp_path):
+    """With a page cache, a burst of readers shares one page; it refreshes after the window."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from arena.api.app import create_app
+    from arena.ladder import Ladder, LadderConfig
+    from arena.runners import AgentSource, InProcessRunner
+    from arena.services import open_services
+    from arena.settings import Settings
+
+    settings = Settings(page_cache_s=0.3, data_dir=tmp_path, database_url=migrated_db_url, redis_url=redis_url)
+    with open_services(settings) as services:
+        ladder = Ladder(services.sessions, LadderConfig("tictactoe-v3", batch_size=100))
+        ladder.add_agents([AgentSource(key=k, builtin=k) for k in ("heuristic", "random")])
+        ladder.run(InProcessRunner(), 100)
+        with TestClient(create_app(services)) as client:
+            first = client.get("/api/v1/leaderboard", params={"env": "tictactoe-v3"}).json()
+            ladder.run(InProcessRunner(), 100)
+            cached = client.get("/api/v1/leaderboard", params={"env": "tictactoe-v3"}).json()
+            time.sleep(0.35)
+            fresh = client.get("/api/v1/leaderboard", params={"env": "tictactoe-v3"}).json()
+    games = lambda page: sum(r["games"] for r in page["data"])  # noqa: E731
+    assert games(first) == games(cached) == 200
+    assert games(fresh) == 400

@@ -31,11 +31,22 @@ GET_ERRORS = [
 ]
 
 
-def test_get_errors(client):
+def test_get_errors(client, services):
+    ids = seed_ladder(services, ["heuristic", "random"], 4)
+    table = [
+        *GET_ERRORS,
+        (f"/agents/{ids['random']}/history?role=seeker", 422, "no role 'seeker'"),
+        (f"/agents/{ids['random']}/history?role=a%00b", 422, "no role"),
+        (f"/leaderboard?env={ENV}&role=a%00b", 422, "no role"),
+        ("/agents?owner=a%00b", 200, None),  # never reaches SQL (PostgreSQL refuses NUL)
+        ("/matches/a%00b", 404, "no match"),
+    ]
     # One app for the whole table: each case is one request (cheaper than a database each).
-    for path, status, fragment in GET_ERRORS:
+    for path, status, fragment in table:
         response = client.get(API + path)
         assert response.status_code == status, (path, response.text)
+        if fragment is None:
+            continue
         detail = response.json()["detail"]
         assert isinstance(detail, str) and fragment in detail, (path, detail)
 

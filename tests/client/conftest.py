@@ -34,7 +34,7 @@ def arena(tmp_path: Path, migrated_db_url: str, redis_url: str) -> Iterator[Aren
     from arena.api.app import create_app
 
     data_dir = tmp_path / "server"
-    settings = Settings(data_dir=data_dir, database_url=migrated_db_url, redis_url=redis_url)
+    settings = Settings(page_cache_s=0.0, data_dir=data_dir, database_url=migrated_db_url, redis_url=redis_url)
     with open_services(settings) as services:
         server = LiveServer(create_app(services))
         try:

@@ -52,5 +52,5 @@ def run_cli(*args: str, home: Path, server: str | None = None, cwd: Path | None 
         env["ARENA_SERVER"] = server
     if token:
         env["ARENA_TOKEN"] = token
-    return subprocess.run([*ARENA, *args], cwd=cwd or home, env=env, capture_output=True,
+    return subprocess.run([*ARENA, *args], check=False, cwd=cwd or home, env=env, capture_output=True,
                           text=True, timeout=timeout)

@@ -23,6 +23,13 @@ def test_user_create_init_submit_show_delete(arena, cli_home):
     assert token in created.stdout  # printed once...
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600  # ...and saved privately
 
+    me = run_cli("user", "me", home=cli_home, server=arena.url)
+    assert me.returncode == 0 and me.stdout.startswith("ada (id ")
+    token_file.unlink()
+    login = run_cli("login", "--token", token, home=cli_home, server=arena.url)
+    assert login.returncode == 0, login.stderr
+    assert "token of user ada" in login.stdout and token_file.read_text().strip() == token
+
     init = run_cli("agent", "init", "--env", C4, "--hparams", '{"hidden": [32]}', "--out", "bot.safetensors",
                    home=cli_home)
     assert init.returncode == 0, init.stderr
@@ -55,6 +62,9 @@ def test_bad_or_missing_token_exits_2_with_the_servers_reason(arena, cli_home):
     bad = run_cli("submit", "bot.safetensors", home=cli_home, server=arena.url, token="stolen-or-typo")
     assert bad.returncode == 2
     assert "invalid or revoked API token" in bad.stderr and "HTTP 401" in bad.stderr
+    refused = run_cli("login", "--token", "stolen-or-typo", home=cli_home, server=arena.url)
+    assert refused.returncode == 2 and "invalid or revoked API token" in refused.stderr
+    assert not (cli_home / ".config" / "arena" / "token").exists()  # a bad token is not saved
     missing = run_cli("submit", "bot.safetensors", home=cli_home, server=arena.url)
     assert missing.returncode == 2 and "arena user create" in missing.stderr
     unknown = run_cli("agent", "show", "424242", home=cli_home, server=arena.url)

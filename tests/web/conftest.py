@@ -39,7 +39,7 @@ def services(seeded: SeededArena, embedded_redis: EmbeddedRedis,
     """
     data_dir: Path = tmp_path_factory.mktemp("web-data")
     redis_url = embedded_redis.url.rsplit("/", 1)[0] + "/0"
-    settings = Settings(data_dir=data_dir, database_url=seeded.url, redis_url=redis_url)
+    settings = Settings(page_cache_s=0.0, data_dir=data_dir, database_url=seeded.url, redis_url=redis_url)
     with open_services(settings) as opened:
         yield opened
         opened.sessions.kw["bind"].dispose()

@@ -15,7 +15,7 @@ from arena.api.submissions import FIELD_HELP, form_limits, parse_submission, sub
 from arena.api.upload import read_form
 from arena.api.views import agents_public
 from arena.db import repositories as repo
-from envs.errors import Forbidden, UnknownAgent
+from envs.errors import Forbidden, InvalidParameter, UnknownAgent
 from envs.registry import get_spec
 
 router = APIRouter(tags=["agents"])
@@ -116,7 +116,11 @@ def history(
     limit: Annotated[int, Query(ge=1, le=10_000, description="Latest points kept.")] = 1000,
 ) -> HistoryPublic:
     """The agent's rating after each rated match, oldest first (the latest ``limit``)."""
-    _agent(session, agent_id)
+    agent = _agent(session, agent_id)
+    roles = get_spec(agent.env_id).roles
+    if role is not None and role not in roles:
+        raise InvalidParameter(f"{agent.env_id} has no role {role[:32]!r}; its roles: "
+                               f"{', '.join(dict.fromkeys(roles))}")
     points = repo.rating_points(session, agent_id, role, limit)
     data = [{"match_seq": s, "role": r, "mu": mu, "sigma": sigma, "created_at": t}
             for s, r, mu, sigma, t in points]

@@ -57,7 +57,7 @@ def payoff(
             f"{', '.join(dict.fromkeys(spec.roles))}"
         )
     role = spec.roles[0]
-    version = repo.board_version(session, env, role)
-    board = load_board(session, state.boards, env, role)
+    version = repo.board_version(session, env)
+    board = load_board(session, state.boards, env, role, version)
     body = state.payoffs.get((env, role, top), version, lambda: payoff_matrix(session, board, top))
     return PayoffPublic(env=env, role=role, **body)

@@ -24,7 +24,7 @@ def parse_cursor(cursor: str | None) -> int | None:
     """The seq a ``next_cursor`` stands for (opaque to clients)."""
     if cursor is None:
         return None
-    if not _CURSOR.match(cursor):
+    if not _CURSOR.fullmatch(cursor):
         raise InvalidParameter("cursor must be a next_cursor value from a previous page")
     return int(cursor)
 
@@ -51,7 +51,7 @@ def get_match(
     match_id: Annotated[str, Path(max_length=64, description="Match UUID.")], session: SessionDep
 ) -> MatchPublic:
     """One match: the full record (seed, weights, actions) needed to replay it."""
-    match = repo.get_match(session, match_id) if _UUID.match(match_id) else None
+    match = repo.get_match(session, match_id) if _UUID.fullmatch(match_id) else None
     if match is None:
         raise UnknownMatch(f"no match with id {match_id[:64]!r}")
     return MatchPublic(**match_summaries(session, [match], full=True)[0])

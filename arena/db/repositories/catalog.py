@@ -63,3 +63,11 @@ def get_league(session: Session, league_id: int) -> LeagueInfo | None:
     if league is None:
         return None
     return LeagueInfo(league.id, league.name, league.env_id, league.config, league.created_at)
+
+
+def get_league_by_name(session: Session, name: str) -> LeagueInfo | None:
+    """The league called ``name``, or ``None``."""
+    league = session.execute(select(League).where(League.name == name)).scalar_one_or_none()
+    if league is None:
+        return None
+    return LeagueInfo(league.id, league.name, league.env_id, league.config, league.created_at)

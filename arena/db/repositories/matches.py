@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import JSON, TextClause, bindparam, distinct, func, select, text
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import JSON, TextClause, bindparam, func, select, text
+from sqlalchemy.orm import Session
 
 from arena.db.base import UTCDateTime, utcnow
 from arena.db.models import Match, MatchParticipant
@@ -341,29 +341,3 @@ def match_times(session: Session, seqs: Iterable[int]) -> dict[int, datetime]:
         stmt = select(Match.seq, Match.created_at).where(Match.seq.in_(part))
         found.update({seq: created for seq, created in session.execute(stmt)})
     return found
-
-
-def head_to_head(session: Session, agent_ids: Iterable[int]) -> dict[tuple[int, int], dict[str, int]]:
-    """Results of every pair of ``agent_ids`` that met on opposing teams.
-
-    Counts every stored match (rated or not); an agent filling several seats of one
-    team counts once per match.
-
-    Returns:
-        ``{(a, b): {"W": wins of a against b, "D": draws, "L": losses}}`` for every
-        ordered pair that played; both ``(a, b)`` and ``(b, a)`` are present.
-    """
-    ids = list(set(agent_ids))
-    if len(ids) < 2:
-        return {}
-    me, them = aliased(MatchParticipant), aliased(MatchParticipant)
-    stmt = (
-        select(me.agent_id, them.agent_id, me.result, func.count(distinct(me.match_seq)))
-        .join(them, (them.match_seq == me.match_seq) & (them.team != me.team))
-        .where(me.agent_id.in_(ids), them.agent_id.in_(ids), me.agent_id != them.agent_id)
-        .group_by(me.agent_id, them.agent_id, me.result)
-    )
-    out: dict[tuple[int, int], dict[str, int]] = {}
-    for a, b, result, count in session.execute(stmt):
-        out.setdefault((a, b), {"W": 0, "D": 0, "L": 0})[result] = count
-    return out

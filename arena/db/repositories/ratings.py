@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
@@ -163,72 +163,6 @@ def leaderboard(
     return [
         LeaderboardEntry(offset + i + 1, *row) for i, row in enumerate(session.execute(stmt))
     ]
-
-
-class BoardRow(NamedTuple):
-    """One agent on a leaderboard (a tuple: boards of 10,000 agents are built often)."""
-
-    agent_id: int
-    key: str
-    name: str
-    kind: str
-    status: str
-    mu: float
-    sigma: float
-    conservative: float
-    games: int
-    wins: int
-    draws: int
-    losses: int
-    last_match_seq: int | None
-
-
-def board_rows(
-    session: Session, env_id: str, role: str, exclude_statuses: Collection[str] = ()
-) -> list[BoardRow]:
-    """Every agent rated in ``role`` of ``env_id``, best conservative rating first.
-
-    One index range scan plus the agents' rows: the whole board in one statement (the
-    API pages and ranks it in memory, and caches it; see ``arena.api.boards``).
-
-    Args:
-        exclude_statuses: Agents in these statuses are left off (e.g. ``retired``).
-    """
-    stmt = (
-        select(
-            AgentRating.agent_id, Agent.key, Agent.name, Agent.kind, Agent.status,
-            AgentRating.mu, AgentRating.sigma, AgentRating.conservative, AgentRating.games,
-            AgentRating.wins, AgentRating.draws, AgentRating.losses, AgentRating.last_match_seq,
-        )
-        .join(Agent, Agent.id == AgentRating.agent_id)
-        .where(AgentRating.env_id == env_id, AgentRating.role == role)
-        .order_by(AgentRating.conservative.desc(), AgentRating.agent_id)
-    )
-    if exclude_statuses:
-        stmt = stmt.where(Agent.status.not_in(list(exclude_statuses)))
-    return [BoardRow(*row) for row in session.execute(stmt)]
-
-
-def board_version(session: Session, env_id: str, role: str) -> tuple[Any, ...]:
-    """A cheap marker that changes whenever the board of ``env_id``/``role`` may have.
-
-    ``(newest match seq of the env, newest agent update of the env, number of ratings
-    in the role)``: ratings change only in the transaction that inserts a match (seq
-    order is commit order, see :mod:`~arena.db.repositories.matches`), statuses and
-    names through agent updates, and new rows show in the count. A rating rebuild
-    that rewrites values without any of these is not seen: caches also expire by age.
-    """
-    newest_match = select(func.max(Match.seq)).where(Match.env_id == env_id).scalar_subquery()
-    newest_agent = (
-        select(func.max(Agent.updated_at)).where(Agent.env_id == env_id).scalar_subquery()
-    )
-    rated = (
-        select(func.count())
-        .select_from(AgentRating)
-        .where(AgentRating.env_id == env_id, AgentRating.role == role)
-        .scalar_subquery()
-    )
-    return tuple(session.execute(select(newest_match, newest_agent, rated)).one())
 
 
 def rating_points(

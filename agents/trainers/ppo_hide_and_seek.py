@@ -1,0 +1,356 @@
+"""PPO self-play for hide-and-seek teams, in one readable file.
+
+CleanRL style: a ``@dataclass`` config with a docstring under each field, then the
+loop top to bottom. Thousands of episodes of :class:`envs.hide_and_seek_core.HideAndSeekCore`
+advance together; each update plays one whole episode (60 steps) in every env.
+
+Parameters are shared within a team: one hider network drives both hiders, one seeker
+network both seekers (the 493-dim observation already carries the role flags and the
+agent's own position). Each team has a registry ``mlp`` actor - the exported agent -
+and a separate critic. Masked actions get zero probability. Rewards are the env's own
+team rewards (no shaping): +1 per post-preparation step for hiders when no seeker sees
+a hider, -1 otherwise, the opposite for seekers. Seekers decide nothing during
+preparation (only noop is legal), so their samples start when preparation ends.
+
+Generations: every ``updates_per_generation`` updates both actors are frozen (weights
+copied, never aliased) as the next generation; generation 0 is the untrained start.
+A share of the envs pits each learning team against a uniformly drawn past generation
+of the other team, so neither team only ever meets its current rival.
+
+Tractability: OpenAI's hiders learned to block doors after millions of episodes. To
+see it within minutes on two CPUs the default training layout is a curriculum: the
+9x9 grid (a 3x3 room whose inside a seeker can see through the door, so hiding means
+closing it) with always one door (``n_doors=1``, one box starts in the room). The
+observation size is the same as ``hide_and_seek-v0``'s (15x15, one or two doors), so
+every checkpoint is a ``hide_and_seek-v0`` arena agent; set ``size=15, n_doors=None``
+to train on the registered layouts themselves.
+
+Door blocking is measured with ``core.door_block_status(locked=False)``: every door
+held a box when preparation ended, locked or not. Locking is the later refinement
+against seekers who learned to pull boxes away; it is reported beside, not required.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from torch import nn
+
+from agents.checkpoint import make_spec, save_checkpoint
+from agents.nets import build_net
+from envs.hide_and_seek_core import NUM_ACTIONS, HideAndSeekCore
+
+if TYPE_CHECKING:
+    from agents.trainers.hide_and_seek_generations import GenerationReport
+
+log = logging.getLogger(__name__)
+
+ENV_ID = "hide_and_seek-v0"
+ROLES = ("hider", "seeker")
+StateDict = dict[str, torch.Tensor]
+
+
+@dataclass
+class HideAndSeekPPOConfig:
+    """Hyper-parameters of hide-and-seek PPO self-play."""
+
+    num_envs: int = 256
+    """episodes played at once; every update plays one whole episode in each"""
+    size: int = 9
+    """grid side of the training layouts (hide_and_seek-v0 is 15; 9 is the curriculum)"""
+    n_doors: int | None = 1
+    """doors of the hiders' room: 1 (curriculum), 2, or None (one or two, as v0)"""
+    box_by_door: bool = False
+    """curriculum: a box starts in the room next to the door"""
+    hidden: list[int] = field(default_factory=lambda: [64, 64])
+    """hidden layers of every actor and critic (the actors are the registry's ``mlp``)"""
+    lr: float = 1e-3
+    """Adam learning rate"""
+    gamma: float = 0.99
+    """discount per step"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    clip: float = 0.2
+    """PPO ratio clip"""
+    ent_coef: float = 0.01
+    """entropy bonus"""
+    vf_coef: float = 0.5
+    """value loss weight"""
+    epochs: int = 2
+    """passes over each rollout"""
+    minibatch_size: int = 4096
+    """samples per gradient step"""
+    max_grad_norm: float = 0.5
+    """gradient clipping"""
+    updates_per_generation: int = 10
+    """updates between two frozen generations"""
+    past_opponent_share: float = 0.2
+    """share of envs where a learning team meets a uniformly drawn past generation"""
+    seed: int = 0
+    """seeds torch (init, sampling) and the layout draws"""
+
+
+def team_rewards(rewards: np.ndarray) -> np.ndarray:
+    """Hider team reward per env ``(n,)`` from per-agent rewards (seekers get minus it)."""
+    return rewards[:, 0]
+
+
+class TeamModel(nn.Module):
+    """One team's registry actor (exported as the agent) plus a separate critic."""
+
+    def __init__(self, obs_dim: int, hidden: list[int]) -> None:
+        super().__init__()
+        self.actor = build_net("mlp", {"hidden": hidden}, (obs_dim,), NUM_ACTIONS)
+        self.critic = build_net("mlp", {"hidden": hidden}, (obs_dim,), 1)
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor):
+        logits = self.actor(obs).masked_fill(~mask, -1e9)
+        return torch.distributions.Categorical(logits=logits), self.critic(obs).squeeze(-1)
+
+
+def masked_sample(
+    actor: nn.Module, obs: torch.Tensor, mask: torch.Tensor, gen: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample one legal action per row; returns ``(actions, log_probs)``."""
+    logits = actor(obs).masked_fill(~mask, -1e9)
+    logp_all = torch.log_softmax(logits, -1)
+    act = torch.multinomial(logp_all.exp(), 1, generator=gen).squeeze(-1)
+    return act, logp_all.gather(-1, act[:, None]).squeeze(-1)
+
+
+@dataclass
+class UpdateStats:
+    """What one update did."""
+
+    env_steps: int
+    hider_return: float
+    door_block_rate: float
+    losses: dict[str, tuple[float, float, float]]
+    seconds: float
+
+
+@dataclass
+class Rollout:
+    """One team's samples of one update, time-major ``(steps, n_envs, 2, ...)``."""
+
+    obs: torch.Tensor
+    mask: torch.Tensor
+    act: torch.Tensor
+    logp: torch.Tensor
+    val: torch.Tensor
+    rew: torch.Tensor
+    live: torch.Tensor  # (n_envs,) bool: this team learns in that env
+
+
+class HideAndSeekPPO:
+    """Trains one hider and one seeker network by PPO self-play on ``HideAndSeekCore``.
+
+    Args:
+        config: PPO settings.
+    """
+
+    def __init__(self, config: HideAndSeekPPOConfig) -> None:
+        self.cfg = cfg = config
+        torch.manual_seed(cfg.seed)
+        self.core = HideAndSeekCore(cfg.num_envs, size=cfg.size, n_doors=cfg.n_doors,
+                                    box_by_door=cfg.box_by_door)
+        self.obs_dim = self.core.obs_dim
+        self.models = {role: TeamModel(self.obs_dim, cfg.hidden) for role in ROLES}
+        self.optims = {
+            role: torch.optim.Adam(m.parameters(), lr=cfg.lr, eps=1e-5)
+            for role, m in self.models.items()
+        }
+        self.rng = np.random.default_rng(cfg.seed)
+        self.gen = torch.Generator().manual_seed(cfg.seed)
+        self.generations: list[dict[str, StateDict]] = []
+        self._frozen: dict[tuple[int, str], nn.Module] = {}
+        self.total_steps = 0
+        self.updates = 0
+        self.freeze()  # generation 0: the untrained start
+
+    # -- generations -----------------------------------------------------------------
+    def freeze(self) -> int:
+        """Freeze both actors as the next generation (weights copied); returns its index."""
+        snap = {
+            role: {k: v.detach().clone() for k, v in m.actor.state_dict().items()}
+            for role, m in self.models.items()
+        }
+        self.generations.append(snap)
+        return len(self.generations) - 1
+
+    def frozen_actor(self, generation: int, role: str) -> nn.Module:
+        """The frozen actor of ``role`` in ``generation`` (built once, then cached)."""
+        key = (generation, role)
+        if key not in self._frozen:
+            net = build_net("mlp", {"hidden": self.cfg.hidden}, (self.obs_dim,), NUM_ACTIONS)
+            net.load_state_dict(self.generations[generation][role])
+            self._frozen[key] = net.eval().requires_grad_(False)
+        return self._frozen[key]
+
+    def save_generation(self, generation: int, out_dir: str | Path) -> dict[str, Path]:
+        """Write ``gen_XXX/{hider,seeker}.safetensors`` (+ ``.json`` specs) under ``out_dir``."""
+        paths = {}
+        for role in ROLES:
+            spec = make_spec(ENV_ID, "mlp", {"hidden": self.cfg.hidden}, role=role,
+                             name=f"hs-{role}-gen{generation}")
+            path = Path(out_dir) / f"gen_{generation:03d}" / role
+            paths[role] = save_checkpoint(self.generations[generation][role], spec, path)
+        return paths
+
+    # -- one update ------------------------------------------------------------------
+    def _opponent_plan(self) -> dict[str, tuple[slice, int] | None]:
+        """Envs where each team's *opponent* is a past generation, and which one."""
+        n, share = self.cfg.num_envs, self.cfg.past_opponent_share
+        k = round(n * share / 2)
+        if k == 0:
+            return {role: None for role in ROLES}
+        past = self.rng.integers(len(self.generations), size=2).tolist()
+        # Hiders learn against past seekers in envs [0, k); seekers against past hiders in [k, 2k).
+        return {"seeker": (slice(0, k), past[0]), "hider": (slice(k, 2 * k), past[1])}
+
+    @torch.no_grad()
+    def _rollout(self) -> tuple[dict[str, Rollout], np.ndarray, float]:
+        """Play one whole episode in every env; returns samples, hider returns, door rate."""
+        core, n = self.core, self.cfg.num_envs
+        steps, prep = core.max_steps, core.prep_steps
+        obs, mask = core.reset(self.rng.integers(0, 2**31, size=n))
+        plan = self._opponent_plan()
+        first = {"hider": 0, "seeker": prep}  # seekers decide nothing during preparation
+        buf = {}
+        for role in ROLES:
+            t_len = steps - first[role]
+            live = torch.ones(n, dtype=torch.bool)
+            if plan[role] is not None:
+                live[plan[role][0]] = False
+            buf[role] = Rollout(
+                obs=torch.zeros((t_len, n, 2, self.obs_dim)),
+                mask=torch.zeros((t_len, n, 2, NUM_ACTIONS), dtype=torch.bool),
+                act=torch.zeros((t_len, n, 2), dtype=torch.long),
+                logp=torch.zeros((t_len, n, 2)), val=torch.zeros((t_len, n, 2)),
+                rew=torch.zeros((t_len, n, 2)), live=live,
+            )
+        returns = np.zeros(n)
+        for t in range(steps):
+            actions = np.zeros((n, 4), dtype=np.int64)
+            o_all, m_all = torch.from_numpy(obs), torch.from_numpy(mask)
+            for team, role in enumerate(ROLES):
+                cols = slice(2 * team, 2 * team + 2)
+                o, m = o_all[:, cols], m_all[:, cols]
+                if t < first[role]:
+                    continue  # frozen seekers: noop
+                model = self.models[role]
+                act, logp = masked_sample(model.actor, o.reshape(-1, self.obs_dim),
+                                          m.reshape(-1, NUM_ACTIONS), self.gen)
+                act, logp = act.view(n, 2), logp.view(n, 2)
+                if plan[role] is not None:
+                    rows, g = plan[role]
+                    past = self.frozen_actor(g, role)
+                    sub, _ = masked_sample(past, o[rows].reshape(-1, self.obs_dim),
+                                           m[rows].reshape(-1, NUM_ACTIONS), self.gen)
+                    act[rows] = sub.view(-1, 2)
+                b, i = buf[role], t - first[role]
+                b.obs[i], b.mask[i], b.act[i], b.logp[i] = o, m, act, logp
+                b.val[i] = model.critic(o.reshape(-1, self.obs_dim)).view(n, 2)
+                actions[:, cols] = act.numpy()
+            obs, rewards, _, mask = core.step(actions)
+            r = torch.from_numpy(team_rewards(rewards))
+            returns += r.numpy()
+            buf["hider"].rew[t] = r[:, None]
+            if t >= prep:
+                buf["seeker"].rew[t - prep] = -r[:, None]
+        door = float(core.door_block_status(locked=False).mean())
+        return buf, returns, door
+
+    def update(self) -> UpdateStats:
+        """Play one episode per env, then optimise both teams on their own samples."""
+        start = time.perf_counter()
+        buf, returns, door = self._rollout()
+        losses = {role: self._optimise(role, buf[role]) for role in ROLES}
+        env_steps = self.cfg.num_envs * self.core.max_steps
+        self.total_steps += env_steps
+        self.updates += 1
+        return UpdateStats(env_steps, float(returns.mean()), door, losses,
+                           time.perf_counter() - start)
+
+    def _advantages(self, b: Rollout) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE over one episode (it ends at the last step, so nothing is bootstrapped)."""
+        cfg = self.cfg
+        adv = torch.zeros_like(b.rew)
+        last = torch.zeros_like(b.rew[0])
+        for t in reversed(range(len(b.rew))):
+            nxt = b.val[t + 1] if t + 1 < len(b.rew) else torch.zeros_like(last)
+            delta = b.rew[t] + cfg.gamma * nxt - b.val[t]
+            last = delta + cfg.gamma * cfg.gae_lambda * last
+            adv[t] = last
+        return adv, adv + b.val
+
+    def _optimise(self, role: str, b: Rollout) -> tuple[float, float, float]:
+        """PPO epochs on ``role``'s samples from the envs where it learns."""
+        cfg, model, optim = self.cfg, self.models[role], self.optims[role]
+        adv, ret = self._advantages(b)
+        live = b.live[None, :, None].expand_as(b.act).reshape(-1)
+        flat = [x.reshape(-1, *x.shape[3:])[live] for x in
+                (b.obs, b.mask, b.act, b.logp, adv, ret)]
+        obs, mask, act, old_logp, adv, ret = flat
+        size = len(act)
+        pg = vloss = ent = torch.zeros(())
+        for _ in range(cfg.epochs):
+            perm = torch.randperm(size, generator=self.gen)
+            for lo in range(0, size, cfg.minibatch_size):
+                idx = perm[lo:lo + cfg.minibatch_size]
+                dist, value = model(obs[idx], mask[idx])
+                logp = dist.log_prob(act[idx])
+                a = adv[idx]
+                a = (a - a.mean()) / (a.std() + 1e-8)
+                ratio = (logp - old_logp[idx]).exp()
+                pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
+                vloss = 0.5 * ((value - ret[idx]) ** 2).mean()
+                ent = dist.entropy().mean()
+                loss = pg + cfg.vf_coef * vloss - cfg.ent_coef * ent
+                optim.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+                optim.step()
+        return pg.item(), vloss.item(), ent.item()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m agents.trainers.ppo_hide_and_seek --minutes 1``: one line per generation."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--minutes", type=float, default=1.0)
+    p.add_argument("--out", default="runs/hide_and_seek")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--num-envs", type=int, default=HideAndSeekPPOConfig.num_envs)
+    p.add_argument("--size", type=int, default=HideAndSeekPPOConfig.size)
+    p.add_argument("--generations", type=int, default=8, help="target generation count")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    args = p.parse_args(argv)
+    from agents.trainers.hide_and_seek_generations import train_generations  # imports this module
+
+    logging.basicConfig(level=logging.WARNING)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    cfg = HideAndSeekPPOConfig(num_envs=args.num_envs, size=args.size, seed=args.seed)
+
+    def show(r: GenerationReport) -> None:
+        print(f"gen {r.generation:2d}  updates {r.updates:4d}  env steps {r.env_steps:9,d}  "
+              f"door block {r.door_block_rate:.3f} (locked {r.door_lock_rate:.3f}, "
+              f"v0 layouts {r.door_block_rate_v0:.3f})  hider win {r.hider_win_rate:.3f}",
+              flush=True)
+
+    trainer, reports = train_generations(cfg, args.minutes, args.out,
+                                         target_generations=args.generations, on_generation=show)
+    last = reports[-1]
+    print(f"{trainer.total_steps / max(last.train_seconds, 1e-9):,.0f} env steps/s; "
+          f"checkpoints in {Path(args.out).resolve()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""``create_app`` on its own: services opened from the settings, and the background service."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from arena.api import create_app
+from arena.settings import get_settings
+from tests.api.helpers import API, auth, checkpoint, new_user, upload
+
+
+@pytest.fixture
+def arena_env(monkeypatch, tmp_path, migrated_db_url, redis_url):
+    """``ARENA_*`` settings pointing at a test database and Redis db."""
+    monkeypatch.setenv("ARENA_DATA_DIR", str(tmp_path / "arena"))
+    monkeypatch.setenv("ARENA_DATABASE_URL", migrated_db_url)
+    monkeypatch.setenv("ARENA_REDIS_URL", redis_url)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def test_app_opens_and_closes_its_own_services(arena_env):
+    app = create_app()
+    with TestClient(app) as client:
+        assert client.get(f"{API}/health").json()["status"] == "ok"
+        assert app.state.api.services.settings.data_dir.name == "arena"
+    assert app.state.api is None  # closed with the app
+
+
+@pytest.mark.slow
+def test_background_service_validates_a_submission(arena_env):
+    with TestClient(create_app(start_background=True)) as client:
+        token = new_user(client, "ada")
+        agent = upload(client, token, *checkpoint(seed=3)[:2]).json()
+        deadline = time.monotonic() + 120
+        status = agent["status"]
+        while status in ("queued", "validating") and time.monotonic() < deadline:
+            time.sleep(0.2)
+            status = client.get(f"{API}/agents/{agent['id']}", headers=auth(token)).json()["status"]
+        assert status in ("placement", "rated"), status

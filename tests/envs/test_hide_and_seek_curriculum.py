@@ -1,0 +1,48 @@
+"""hide_and_seek curriculum options (``n_doors``, ``box_by_door``): defaults unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs.hide_and_seek import HideAndSeekEnv
+from envs.hide_and_seek_core import HideAndSeekCore
+from envs.hide_and_seek_grid import MOVES, random_layout
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(getattr(a, f), getattr(b, f))
+               for f in ("walls", "doors", "hiders", "seekers", "boxes", "box_locks"))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_forcing_the_drawn_door_count_changes_nothing(seed: int) -> None:
+    drawn = random_layout(15, 2, 2, 2, seed)
+    one_door = bool((drawn.doors[0] == drawn.doors[1]).all())
+    assert _same(drawn, random_layout(15, 2, 2, 2, seed, n_doors=1 if one_door else 2))
+    forced = random_layout(15, 2, 2, 2, seed, n_doors=2 if one_door else 1)
+    assert bool((forced.doors[0] == forced.doors[1]).all()) != one_door
+
+
+@pytest.mark.parametrize("size", [9, 11, 15])
+def test_box_by_door_starts_a_box_inside_next_to_the_door(size: int) -> None:
+    core = HideAndSeekCore(64, size=size, n_doors=1, box_by_door=True)
+    core.reset(list(range(64)))
+    assert (core.doors[:, 0] == core.doors[:, 1]).all()
+    assert not core.door_block_status().any()  # the doorway itself stays open
+    for e in range(64):
+        door = core.doors[e, 0]
+        near = {tuple(c) for c in door + MOVES}
+        assert tuple(core.box_pos[e, 0]) in near
+        plain = random_layout(size, 2, 2, 2, e, n_doors=1)
+        # Everything but the moved box is the plain draw.
+        assert np.array_equal(plain.hiders, core.agent_pos[e, :2])
+        assert np.array_equal(plain.boxes[1:], core.box_pos[e, 1:])
+
+
+def test_env_passes_the_options_and_rejects_bad_ones() -> None:
+    env = HideAndSeekEnv(size=9, n_doors=1, box_by_door=True)
+    env.reset(seed=3)
+    assert env.core.n_doors == 1 and env.core.box_by_door
+    with pytest.raises(ValueError, match="n_doors"):
+        HideAndSeekCore(n_doors=3)
