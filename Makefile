@@ -24,9 +24,9 @@ install: $(STAMP)
 
 dev: $(DEVSTAMP)
 
-## run: install, then play a live terminal ladder of the built-in agents.
+## run: install, then start the service (API, web UI, scheduler, Ray workers) on embedded defaults.
 run: $(STAMP)
-	$(VENV)/bin/arena demo
+	$(VENV)/bin/arena serve
 
 ## browser: Debian's chromium for the browser tests (never a downloaded browser build).
 browser:

@@ -91,6 +91,8 @@ class LeagueTrainer:
 
     def _initial_probs(self) -> np.ndarray:
         p = np.array([1.0 if r in self.baselines else 0.0 for r in self.state.roster])
+        if not p.any():  # no baselines: self-play until the first distribution is computed
+            p[self.state.roster.index(SELF)] = 1.0
         return p / p.sum()
 
     def _base_roster(self) -> list[str]:
@@ -101,6 +103,8 @@ class LeagueTrainer:
         roles = [check_role(r) for r in self.cfg.roles]
         if not roles:
             raise ValueError("a league needs at least one role")
+        if "main_exploiter" in roles and "main" not in roles:
+            raise ValueError("a main exploiter needs a main agent to exploit: add 'main' to the roles")
         return [(r if roles.count(r) == 1 else f"{r}{roles[:i].count(r)}", r) for i, r in enumerate(roles)]
 
     def _create(self) -> LeagueState:
@@ -126,6 +130,9 @@ class LeagueTrainer:
             raise ValueError(f"league {self.cfg.name!r} was started on {state.env_id} with spec {state.spec}; "
                              "use another --name for a different env or network")
         self.state = state
+        saved_roles = tuple(lr.role for lr in state.learners)
+        if saved_roles != tuple(self.cfg.roles):
+            log.warning("league %s keeps its saved roles %s (asked for %s)", state.name, saved_roles, self.cfg.roles)
         for learner in state.learners:
             trainer = self.trainers[learner.name] = self._new_trainer(learner)
             trainer.load_state_tensors(self.dir.load_tensors(learner.name))

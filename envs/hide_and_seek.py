@@ -36,8 +36,9 @@ many episodes at once; this env wraps a core of one episode.
 
 Version history:
     v0: initial release (grid 15, 2 hiders, 2 seekers, 2 boxes, 60 steps, 40% prep).
-        Later added, defaults unchanged: the ``n_doors`` and ``box_by_door`` options
-        (force one or two doors; start a box next to the door), for training curricula.
+        Later added, defaults unchanged: the ``n_doors``, ``box_by_door`` and
+        ``seekers_by_door`` options (force one or two doors; start a box inside, or the
+        seekers outside, next to the door), for training curricula.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class HideAndSeekEnv(ParallelEnv):
 
     Args:
         size, n_hiders, n_seekers, n_boxes, max_steps, prep_fraction, vision_radius,
-            view_size, n_doors, box_by_door: As in :class:`HideAndSeekCore`.
+            view_size, n_doors, box_by_door, seekers_by_door: As in :class:`HideAndSeekCore`.
         render_mode: ``None``, ``"rgb_array"`` or ``"ansi"``.
     """
 
@@ -95,6 +96,7 @@ class HideAndSeekEnv(ParallelEnv):
         view_size: int = 9,
         n_doors: int | None = None,
         box_by_door: bool = False,
+        seekers_by_door: bool = False,
         render_mode: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -114,6 +116,7 @@ class HideAndSeekEnv(ParallelEnv):
             view_size=view_size,
             n_doors=n_doors,
             box_by_door=box_by_door,
+            seekers_by_door=seekers_by_door,
         )
         self.render_mode = render_mode
         self.possible_agents = [f"hider_{i}" for i in range(n_hiders)] + [

@@ -42,6 +42,8 @@ class HideAndSeekCore:
             one or two per layout, ``1`` or ``2`` forces that many (training curricula).
         box_by_door: Random layouts start a box in the room next to the door
             (training curricula; see :func:`envs.hide_and_seek_grid.random_layout`).
+        seekers_by_door: Random layouts start the seekers outside next to the door
+            (training curricula; as above).
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class HideAndSeekCore:
         view_size: int = 9,
         n_doors: int | None = None,
         box_by_door: bool = False,
+        seekers_by_door: bool = False,
     ) -> None:
         lo, _ = grid.room_size_range(size)
         if n_doors not in (None, 1, 2):
@@ -80,6 +83,7 @@ class HideAndSeekCore:
         self.prep_steps = round(prep_fraction * max_steps)
         self.vision_radius, self.view_size = vision_radius, view_size
         self.n_doors, self.box_by_door = n_doors, box_by_door
+        self.seekers_by_door = seekers_by_door
         self.obs_dim = len(CHANNELS) * view_size**2 + len(FLAT)
         self._in_range, self._between = grid.sight_table(vision_radius)
         n, a, b = n_envs, self.n_agents, max(n_boxes, 1)
@@ -117,7 +121,8 @@ class HideAndSeekCore:
         counts = (self.n_hiders, self.n_seekers, self.n_boxes)
         for row, seed in zip(rows.tolist(), seeds):
             layout = grid.random_layout(
-                self.size, *counts, int(seed), self.n_doors, self.box_by_door
+                self.size, *counts, int(seed), self.n_doors, self.box_by_door,
+                self.seekers_by_door,
             )
             self._load(row, layout)
         self._refresh(rows)

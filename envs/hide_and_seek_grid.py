@@ -59,7 +59,7 @@ def room_size_range(size: int) -> tuple[int, int]:
 
 def random_layout(
     size: int, n_hiders: int, n_seekers: int, n_boxes: int, seed: int,
-    n_doors: int | None = None, box_by_door: bool = False,
+    n_doors: int | None = None, box_by_door: bool = False, seekers_by_door: bool = False,
 ) -> Layout:
     """Draw a layout: a walled room with 1-2 doors in a random corner.
 
@@ -75,6 +75,9 @@ def random_layout(
         box_by_door: Move the first box that starts in the room onto the room cell
             next to the (first) door (a training curriculum; the door itself stays
             open). Nothing else about the draw changes.
+        seekers_by_door: Start the seekers on the free cells outside the room nearest
+            to the (first) door, so that even an untrained seeker soon looks in (a
+            training curriculum). Nothing else about the draw changes.
     """
     if n_doors not in (None, 1, 2):
         raise ValueError(f"n_doors must be None, 1 or 2, got {n_doors!r}")
@@ -120,6 +123,13 @@ def random_layout(
     if box_by_door and n_in > 0:
         by_door = doors[0] + MOVES
         boxes_in[0] = by_door[room[by_door[:, 0], by_door[:, 1]]][0]
+    if seekers_by_door:
+        free = ~room & ~walls
+        free[boxes_out[:, 0], boxes_out[:, 1]] = False
+        free[doors[:, 0], doors[:, 1]] = False
+        cells_out = np.argwhere(free)
+        dist = np.abs(cells_out - doors[0]).sum(1)
+        seekers = cells_out[np.argsort(dist, kind="stable")[:n_seekers]]
     return Layout(
         walls=np.ascontiguousarray(walls),
         doors=doors.astype(np.int64),

@@ -178,7 +178,8 @@ def train_generations(
     deadline = start + 60.0 * minutes
     trainer = HideAndSeekPPO(config)
     cores = (HideAndSeekCore(eval_episodes, size=config.size, n_doors=config.n_doors,
-                             box_by_door=config.box_by_door),
+                             box_by_door=config.box_by_door,
+                             seekers_by_door=config.seekers_by_door),
              HideAndSeekCore(eval_episodes))
     reports: list[GenerationReport] = []
     train_seconds, eval_seconds, per_gen = 0.0, 0.0, config.updates_per_generation

@@ -69,6 +69,8 @@ class HideAndSeekPPOConfig:
     """doors of the hiders' room: 1 (curriculum), 2, or None (one or two, as v0)"""
     box_by_door: bool = False
     """curriculum: a box starts in the room next to the door"""
+    seekers_by_door: bool = False
+    """curriculum: the seekers start outside next to the door"""
     hidden: list[int] = field(default_factory=lambda: [64, 64])
     """hidden layers of every actor and critic (the actors are the registry's ``mlp``)"""
     lr: float = 1e-3
@@ -160,7 +162,8 @@ class HideAndSeekPPO:
         self.cfg = cfg = config
         torch.manual_seed(cfg.seed)
         self.core = HideAndSeekCore(cfg.num_envs, size=cfg.size, n_doors=cfg.n_doors,
-                                    box_by_door=cfg.box_by_door)
+                                    box_by_door=cfg.box_by_door,
+                                    seekers_by_door=cfg.seekers_by_door)
         self.obs_dim = self.core.obs_dim
         self.models = {role: TeamModel(self.obs_dim, cfg.hidden) for role in ROLES}
         self.optims = {

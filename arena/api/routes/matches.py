@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 
 from arena.api.deps import SessionDep
 from arena.api.errors import error_responses
@@ -30,20 +31,29 @@ def parse_cursor(cursor: str | None) -> int | None:
 
 
 @router.get("/matches", response_model=MatchesPublic, responses=error_responses(404, 422))
-def list_matches(
-    session: SessionDep,
+async def list_matches(
+    request: Request,
     env: Annotated[str | None, Query(max_length=64)] = None,
     agent: Annotated[int | None, Query(ge=1, le=MAX_ID, description="Agent id.")] = None,
     cursor: Annotated[str | None, Query(max_length=32)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-) -> MatchesPublic:
+) -> Response:
     """Matches newest first; follow ``next_cursor`` for older ones."""
     if env is not None:
         get_spec(env)
-    page = repo.match_history(session, env_id=env, agent_id=agent,
-                              before_seq=parse_cursor(cursor), limit=limit)
-    cursor_out = None if page.next_before_seq is None else str(page.next_before_seq)
-    return MatchesPublic(data=match_summaries(session, page.matches), next_cursor=cursor_out)
+    before = parse_cursor(cursor)
+    # One worker-thread hop for the whole request (no generator dependency).
+    body = await run_in_threadpool(_page_body, request.app.state.api.services, env, agent, before, limit)
+    return Response(body, media_type="application/json")
+
+
+def _page_body(services, env: str | None, agent: int | None, before: int | None, limit: int) -> bytes:
+    with services.sessions() as session:
+        page = repo.match_history(session, env_id=env, agent_id=agent, before_seq=before, limit=limit,
+                                  summary=True)
+        cursor_out = None if page.next_before_seq is None else str(page.next_before_seq)
+        out = MatchesPublic(data=match_summaries(session, page.matches), next_cursor=cursor_out)
+    return out.model_dump_json().encode()
 
 
 @router.get("/matches/{match_id}", response_model=MatchPublic, responses=error_responses(404, 422))

@@ -95,6 +95,13 @@ class Participant:
 
 
 _MATCH_COLUMNS = [getattr(Match, f) for f in StoredMatch.__dataclass_fields__]
+_REPLAY_FIELDS = ("weights", "actions", "detail")
+_SUMMARY_COLUMNS = [getattr(Match, f) for f in StoredMatch.__dataclass_fields__ if f not in _REPLAY_FIELDS]
+
+
+def _summary_match(row: Any) -> StoredMatch:
+    values = dict(zip((f for f in StoredMatch.__dataclass_fields__ if f not in _REPLAY_FIELDS), row))
+    return StoredMatch(**values, weights=[], actions=[], detail="")
 _INSERT_COLUMNS = tuple(c.key for c in Match.__table__.c if c.key not in ("seq", "created_at"))
 _INSERT_COLUMN_SET = frozenset(_INSERT_COLUMNS)
 _JSON_COLUMNS = ("seats", "weights", "actions", "scores")
@@ -270,6 +277,7 @@ def match_history(
     agent_id: int | None = None,
     before_seq: int | None = None,
     limit: int = 50,
+    summary: bool = False,
 ) -> MatchPage:
     """Newest-first matches (of an env and/or an agent), one page at a time.
 
@@ -279,13 +287,16 @@ def match_history(
         agent_id: Only matches this agent played (in any seat).
         before_seq: Cursor: only matches with ``seq < before_seq`` (``None``: newest).
         limit: Page size.
+        summary: Skip the replay columns (``actions``, ``weights``, ``detail`` come back
+            empty): decoding the actions JSON dominates a listing otherwise.
 
     Returns:
         The page; its ``next_before_seq`` is ``None`` on the last page.
     """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
-    stmt = select(*_MATCH_COLUMNS).order_by(Match.seq.desc()).limit(limit + 1)
+    columns = _SUMMARY_COLUMNS if summary else _MATCH_COLUMNS
+    stmt = select(*columns).order_by(Match.seq.desc()).limit(limit + 1)
     if env_id is not None:
         stmt = stmt.where(Match.env_id == env_id)
     if before_seq is not None:
@@ -303,7 +314,10 @@ def match_history(
         if before_seq is not None:
             seqs = seqs.where(MatchParticipant.match_seq < before_seq)
         stmt = stmt.where(Match.seq.in_(seqs.scalar_subquery()))
-    rows = [StoredMatch(*row) for row in session.execute(stmt)]
+    if summary:
+        rows = [_summary_match(row) for row in session.execute(stmt)]
+    else:
+        rows = [StoredMatch(*row) for row in session.execute(stmt)]
     if len(rows) > limit:
         return MatchPage(rows[:limit], rows[limit - 1].seq)
     return MatchPage(rows, None)

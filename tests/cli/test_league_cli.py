@@ -1,0 +1,25 @@
+"""``arena league`` as a user runs it: a short training run, then its status."""
+
+from __future__ import annotations
+
+from tests.cli.test_ladder_cli import run
+
+
+def test_league_train_then_status(tmp_path):
+    res = run("league", "train", "--env", "tictactoe-v3", "--minutes", "0.05", "--name", "cli",
+              "--roles", "main,main_exploiter", "--eval-matches", "6", "--threads", "1",
+              data_dir=tmp_path, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "ladder ratings" in res.stdout and "cli-main-g1" in res.stdout
+    png = tmp_path / "leagues" / "cli" / "ratings.png"
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    status = run("league", "status", "--name", "cli", data_dir=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert "cli-main_exploiter-g1" in status.stdout and "plot:" in status.stdout
+
+
+def test_league_errors_say_what_to_fix(tmp_path):
+    res = run("league", "status", "--name", "nope", data_dir=tmp_path)
+    assert res.returncode == 2 and "arena league train --name nope" in res.stdout + res.stderr
+    res = run("league", "train", "--roles", "main_exploiter", "--minutes", "0.01", data_dir=tmp_path)
+    assert res.returncode == 2 and "add 'main' to the roles" in res.stdout + res.stderr
