@@ -32,7 +32,7 @@ class LeagueConfig:
     max_updates: int | None = None
     """stop after this many updates in this run (all learners together)"""
     ppo: PPOConfig = field(default_factory=lambda: PPOConfig(num_envs=1024, hidden=[128, 128], shared_trunk=True,
-                                                            epochs=2, minibatches=8))
+                                                            epochs=4, minibatches=8))
     """PPO settings of every learner"""
     lr_end: float | None = 1e-4
     """learning rate reached linearly at the end of the budget (None: constant)"""
@@ -45,7 +45,8 @@ class LeagueConfig:
     decay: float = 0.99
     """per-game decay of the win-rate tables"""
     cache_size: int = 16
-    """snapshot policies held in memory at once"""
+    """snapshot policies held in memory at once; each update plays at most half as many
+    snapshots, so the games left over from the previous update's draw fit too (no thrashing)"""
     seed: int = 0
     """master seed of learners' initialisation and opponent draws"""
 

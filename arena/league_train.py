@@ -152,6 +152,24 @@ class LeagueTrainer:
             past_main=[s.sha256 for s in snaps if s.role == "main"], win_rates=rates,
             config=self.cfg.role_config)
 
+    def _bounded(self, ids: list[str], probs: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """At most ``cache_size // 2`` snapshots per update, drawn by their PFSP weight.
+
+        Boards draw opponents every game and each distinct snapshot in play must be in the
+        bounded cache at every ply; with more snapshots in play than it holds, LRU misses
+        on every access (a 20-snapshot league ran 6x slower). Half the capacity leaves room
+        for the games still running against the previous update's draw.
+        """
+        snaps = self.state.snapshot_names()
+        rows = np.array([i for i, o in enumerate(ids) if o in snaps and probs[i] > 0], dtype=np.int64)
+        limit = max(1, self.cfg.cache_size // 2)
+        if rows.size <= limit:
+            return ids, probs
+        keep = self.rng.choice(rows, size=limit, replace=False, p=probs[rows] / probs[rows].sum())
+        out = probs.copy()
+        out[np.setdiff1d(rows, keep)] = 0.0
+        return ids, out / out.sum()
+
     def _opponents(self, learner: LearnerState, frozen: dict[str, NeuralPolicy]) -> list[Policy]:
         out: list[Policy] = []
         for opp in self.state.roster:
@@ -165,6 +183,11 @@ class LeagueTrainer:
                 out.append(self._policies[opp])
         return out
 
+    def opponent_probs(self, learner: str) -> dict[str, float]:
+        """The opponents ``learner`` drew from in its latest update (display names), with probabilities."""
+        probs = self._probs[learner]
+        return {self.display_name(o): float(p) for o, p in zip(self.state.roster, probs) if p > 0}
+
     def display_name(self, opponent: str) -> str:
         """Snapshot names for shas; other opponent ids as they are."""
         return self.state.snapshot_names().get(opponent, opponent)
@@ -173,7 +196,7 @@ class LeagueTrainer:
     def _update(self, learner: LearnerState, frozen: dict[str, NeuralPolicy], progress: float,
                 writer) -> tuple[UpdateStats, LearnerProgress]:
         trainer = self.trainers[learner.name]
-        ids, probs = self._distribution(learner)
+        ids, probs = self._bounded(*self._distribution(learner))
         full = np.zeros(len(self.state.roster))
         index = {r: i for i, r in enumerate(self.state.roster)}
         for i, p in zip(ids, probs):

@@ -14,7 +14,7 @@ connect four:
     same size, for ``--naive-seconds``. Both count learner decisions per second,
     updates included.
 
-hide and seek: ``agents.trainers.ppo_hide_and_seek.hide_and_seek_section(minutes)``
+hide and seek: ``arena.hide_and_seek_learning.hide_and_seek_section(minutes)``
 adds its ``hs_*`` keys when that trainer exists (skipped otherwise).
 
     python benchmarks/learning.py [--minutes 10] [--naive-seconds 60] [--hs-minutes 10]
@@ -149,7 +149,7 @@ def naive_env_steps_per_s(config: PPOConfig, opponents: Sequence[str], probs: Se
 def hide_and_seek(minutes: float) -> dict:
     """The hide-and-seek trainer's section, if that trainer exists."""
     try:
-        from agents.trainers.ppo_hide_and_seek import hide_and_seek_section
+        from arena.hide_and_seek_learning import hide_and_seek_section
     except ImportError as exc:
         logging.getLogger(__name__).warning("hide-and-seek section skipped: %s", exc)
         return {}

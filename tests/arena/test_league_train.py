@@ -7,6 +7,7 @@ saved tensors), and rate + plot its generations through the ladder.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,19 @@ def test_league_snapshots_registers_resumes_and_plots(services):
     with services.sessions() as session:
         statuses = {a.status for a in repo.list_agents(session, ENV) if a.kind == "neural"}
     assert statuses <= {"placement", "rated"}  # validated through the service path
+
+
+def test_many_snapshots_never_thrash_the_bounded_cache(services):
+    """Regression: with more snapshots in play than the cache holds, every ply missed."""
+    torch.set_num_threads(1)
+    config = replace(tiny(max_updates=12), roles=("main",), cache_size=4,
+                     snapshot=SnapshotRule(threshold=0.0, max_updates=1, min_updates=1))
+    trainer = LeagueTrainer(services, config)
+    trainer.run()
+    snaps = trainer.state.snapshots
+    assert len(snaps) >= 12
+    in_play = [o for o in trainer.opponent_probs("main") if o.startswith("tiny-")]
+    assert 1 <= len(in_play) <= 2  # cache_size // 2
+    stats = trainer.cache.stats
+    assert stats.size <= 4
+    assert stats.misses <= 2 * len(snaps), stats  # each snapshot loads about once, not once per ply

@@ -46,3 +46,17 @@ def test_env_passes_the_options_and_rejects_bad_ones() -> None:
     assert env.core.n_doors == 1 and env.core.box_by_door
     with pytest.raises(ValueError, match="n_doors"):
         HideAndSeekCore(n_doors=3)
+
+
+def test_seekers_by_door_start_outside_nearest_the_open_door() -> None:
+    core = HideAndSeekCore(32, size=9, n_doors=1, seekers_by_door=True)
+    core.reset(list(range(32)))
+    assert not core.door_block_status().any()
+    for e in range(32):
+        door = core.doors[e, 0]
+        seekers = core.agent_pos[e, 2:]
+        assert not any((s == door).all() for s in seekers)  # the doorway stays free
+        assert np.abs(seekers - door).sum(1).min() == 1  # one stands right outside
+        plain = random_layout(9, 2, 2, 2, e, n_doors=1)
+        assert np.array_equal(plain.hiders, core.agent_pos[e, :2])
+        assert np.array_equal(plain.boxes, core.box_pos[e])
