@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from arena.api.errors import install_error_handlers
 from arena.api.routes import api_router
 from arena.api.state import ApiState
+from arena.metrics import metrics_app
 from arena.services import Services, open_services
 from arena.settings import get_settings
 
@@ -78,6 +79,7 @@ def create_app(services: Services | None = None, *, start_background: bool = Fal
     # The web pages find the database through app.state.services.
     app.state.services = services
     install_error_handlers(app)
+    app.mount("/metrics", metrics_app())  # Prometheus text format (not part of the OpenAPI schema)
     app.include_router(api_router())
     from arena.web import web_router  # the pages call the JSON API above
 

@@ -42,3 +42,26 @@ def test_background_service_validates_a_submission(arena_env):
             time.sleep(0.2)
             status = client.get(f"{API}/agents/{agent['id']}", headers=auth(token)).json()["status"]
         assert status in ("placement", "rated"), status
+
+
+def test_metrics_endpoint_counts_recorded_matches(migrated_db_url, redis_url, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from arena.api.app import create_app
+    from arena.ladder import Ladder, LadderConfig
+    from arena.runners import AgentSource, InProcessRunner
+    from arena.services import open_services
+    from arena.settings import Settings
+
+    settings = Settings(data_dir=tmp_path, database_url=migrated_db_url, redis_url=redis_url)
+    with open_services(settings) as services, TestClient(create_app(services)) as client:
+        def played() -> float:
+            text = client.get("/metrics/").text
+            return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                       if line.startswith("arena_matches_played_total{") and 'env="tictactoe-v3"' in line)
+
+        before = played()
+        ladder = Ladder(services.sessions, LadderConfig("tictactoe-v3", batch_size=50))
+        ladder.add_agents([AgentSource(key=k, builtin=k) for k in ("heuristic", "random")])
+        ladder.run(InProcessRunner(), 150)
+        assert played() - before == 150
