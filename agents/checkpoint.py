@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import safetensors.torch
+from safetensors.torch import load as load_safetensors_bytes  # tensors only, never code
 import torch
 from safetensors import SafetensorError
 from torch import nn
@@ -154,7 +155,7 @@ def load_checkpoint_bytes(
     spec = validate_spec(spec_json)
     parse_header(weights)
     try:
-        state_dict = safetensors.torch.load(bytes(weights))
+        state_dict = load_safetensors_bytes(bytes(weights))
     except (SafetensorError, ValueError, RuntimeError) as e:  # ours should have caught it first
         raise InvalidSubmission(f"not a loadable safetensors file: {e}") from None
     check_state_dict(spec, state_dict)

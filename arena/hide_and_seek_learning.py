@@ -132,4 +132,6 @@ if __name__ == "__main__":
     parser.add_argument("--out", default=None, help="keep checkpoints here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    print(json.dumps(hide_and_seek_section(args.minutes, args.seed, args.out)))
+    from rich.console import Console
+
+    Console().print_json(json.dumps(hide_and_seek_section(args.minutes, args.seed, args.out)))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import safetensors.torch
+from safetensors.torch import load as load_safetensors_bytes  # tensors only, never code
 import torch
 
 from league.matchmaking import WinRateTable
@@ -171,7 +172,7 @@ class LeagueDir:
         _atomic_write(self.tensors_path(learner, initial), safetensors.torch.save(data))
 
     def load_tensors(self, learner: str, initial: bool = False) -> dict[str, torch.Tensor]:
-        return safetensors.torch.load(self.tensors_path(learner, initial).read_bytes())
+        return load_safetensors_bytes(self.tensors_path(learner, initial).read_bytes())
 
     def save_state(self, state: LeagueState) -> None:
         """Write ``state.json`` (after the tensors it refers to)."""

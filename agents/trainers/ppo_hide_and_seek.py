@@ -351,16 +351,19 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_num_threads(args.threads)
     cfg = HideAndSeekPPOConfig(num_envs=args.num_envs, size=args.size, seed=args.seed)
 
+    from rich.console import Console
+
+    console = Console()
+
     def show(r: GenerationReport) -> None:
-        print(f"gen {r.generation:2d}  updates {r.updates:4d}  env steps {r.env_steps:9,d}  "
+        console.print(f"gen {r.generation:2d}  updates {r.updates:4d}  env steps {r.env_steps:9,d}  "
               f"door block {r.door_block_rate:.3f} (locked {r.door_lock_rate:.3f}, "
-              f"v0 layouts {r.door_block_rate_v0:.3f})  hider win {r.hider_win_rate:.3f}",
-              flush=True)
+              f"v0 layouts {r.door_block_rate_v0:.3f})  hider win {r.hider_win_rate:.3f}")
 
     trainer, reports = train_generations(cfg, args.minutes, args.out,
                                          target_generations=args.generations, on_generation=show)
     last = reports[-1]
-    print(f"{trainer.total_steps / max(last.train_seconds, 1e-9):,.0f} env steps/s; "
+    console.print(f"{trainer.total_steps / max(last.train_seconds, 1e-9):,.0f} env steps/s; "
           f"checkpoints in {Path(args.out).resolve()}")
 
 
