@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import safetensors.torch
-from safetensors.torch import load as load_safetensors_bytes  # tensors only, never code
 import torch
 from safetensors import SafetensorError
+from safetensors.torch import load as load_safetensors_bytes  # tensors only, never code
 from torch import nn
 
 from agents.checkpoint_spec import (
@@ -205,11 +205,22 @@ def load_checkpoint(
         raise InvalidSubmission(f"{weights_path.name}: {e}") from None
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, fsync: bool = False) -> None:
+    """Write ``data`` to ``path`` so readers see the old file or the whole new one.
+
+    Args:
+        path: Destination; its folder is created if missing.
+        data: The bytes.
+        fsync: Flush to disk before the rename (durable copies want this).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -240,7 +251,7 @@ def save_checkpoint(
     weights_path, spec_path = checkpoint_paths(path)
     weights_path.parent.mkdir(parents=True, exist_ok=True)
     data = serialize_weights(state_dict)
-    _atomic_write(weights_path, data)
-    _atomic_write(spec_path, (json.dumps(spec.to_json(), indent=2) + "\n").encode())
+    atomic_write(weights_path, data)
+    atomic_write(spec_path, (json.dumps(spec.to_json(), indent=2) + "\n").encode())
     log.info("saved checkpoint %s (sha256 %s)", weights_path, hashlib.sha256(data).hexdigest()[:16])
     return weights_path

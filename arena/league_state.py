@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import safetensors.torch
-from safetensors.torch import load as load_safetensors_bytes  # tensors only, never code
 import torch
+from safetensors.torch import load as load_safetensors_bytes  # tensors only, never code
 
+from agents.checkpoint import atomic_write
 from league.matchmaking import WinRateTable
 
 FORMAT_VERSION = 1
@@ -125,18 +125,6 @@ class LeagueState:
         )
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 class LeagueDir:
     """The folder of one league: where its state, tensors, logs and plot live."""
 
@@ -169,11 +157,11 @@ class LeagueDir:
 
     def save_tensors(self, learner: str, tensors: dict[str, torch.Tensor], initial: bool = False) -> None:
         data = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
-        _atomic_write(self.tensors_path(learner, initial), safetensors.torch.save(data))
+        atomic_write(self.tensors_path(learner, initial), safetensors.torch.save(data))
 
     def load_tensors(self, learner: str, initial: bool = False) -> dict[str, torch.Tensor]:
         return load_safetensors_bytes(self.tensors_path(learner, initial).read_bytes())
 
     def save_state(self, state: LeagueState) -> None:
         """Write ``state.json`` (after the tensors it refers to)."""
-        _atomic_write(self.state_path, json.dumps(state.to_json(), indent=1).encode())
+        atomic_write(self.state_path, json.dumps(state.to_json(), indent=1).encode())

@@ -21,12 +21,12 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote, unquote
 
+from agents.checkpoint import atomic_write
 from arena.redis_keys import check_pool_name, check_sha256
 
 log = logging.getLogger(__name__)
@@ -101,21 +101,6 @@ class DurableStore(Protocol):
         ...
 
 
-def _atomic_write(path: Path, data: bytes, *, fsync: bool) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if fsync:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 class FileSnapshotStore:
     """:class:`DurableStore` on a filesystem directory.
 
@@ -153,14 +138,14 @@ class FileSnapshotStore:
         except FileNotFoundError:
             intact = False
         if not intact:  # missing, or damaged on disk: the caller's bytes repair it
-            _atomic_write(weights_path, weights, fsync=self.fsync)
+            atomic_write(weights_path, weights, fsync=self.fsync)
         try:  # written last: its presence means the pair is whole
             return SnapshotRecord.from_json(json.loads(record_path.read_bytes()))
         except FileNotFoundError:
             pass
         except (KeyError, TypeError, ValueError) as e:
             log.warning("replacing unreadable durable record %s: %s", record_path, e)
-        _atomic_write(record_path, json.dumps(record.to_json()).encode(), fsync=self.fsync)
+        atomic_write(record_path, json.dumps(record.to_json()).encode(), fsync=self.fsync)
         return record
 
     def load(self, sha256: str) -> tuple[bytes, SnapshotRecord] | None:
@@ -188,7 +173,7 @@ class FileSnapshotStore:
                 return
         except FileNotFoundError:
             pass
-        _atomic_write(marker, data, fsync=self.fsync)
+        atomic_write(marker, data, fsync=self.fsync)
 
     def remove_from_pool(self, pool: str, sha256: str) -> bool:
         """Delete the membership marker; ``True`` if it existed."""
