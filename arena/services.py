@@ -8,20 +8,26 @@ a Ray worker uses to build its own bounded snapshot cache next to the same Redis
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import redis
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.db import make_engine, session_factory, upgrade
-from arena.redis_server import EmbeddedRedis, connect_redis
+from arena.redis_server import EmbeddedRedis, connect_redis, redact_url
 from arena.settings import Settings, get_settings, resolved_database_url
 from arena.snapshot_cache import SnapshotCache
 from arena.snapshot_pool import RedisSnapshotPool
 from arena.snapshot_store import FileSnapshotStore
+from envs.errors import ServiceUnavailable
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -54,10 +60,28 @@ class SnapshotCacheFactory:
         return SnapshotCache(pool, capacity=self.capacity, device=device, max_bytes=self.max_bytes)
 
 
-def open_database(settings: Settings) -> sessionmaker[Session]:
-    """Migrate the configured database to the latest schema and return a session factory."""
+def open_database(settings: Settings, timeout_s: float = 30.0) -> sessionmaker[Session]:
+    """Wait for the database (bounded), migrate it to the latest schema, return sessions.
+
+    Raises:
+        ServiceUnavailable: The database did not answer within ``timeout_s``.
+    """
     url = resolved_database_url(settings)
-    upgrade(url)
+    deadline = time.monotonic() + timeout_s
+    delay = 0.2
+    while True:
+        try:
+            upgrade(url)
+            break
+        except OperationalError as exc:
+            if time.monotonic() + delay > deadline:
+                raise ServiceUnavailable(
+                    f"the database at {redact_url(url)} did not answer within {timeout_s:g}s "
+                    f"({exc.orig}); check ARENA_DATABASE_URL and that the server is running"
+                ) from None
+            log.warning("database not reachable yet (%s); retrying in %.1fs", exc.orig, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
     return session_factory(make_engine(url))
 
 

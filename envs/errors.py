@@ -81,3 +81,9 @@ class UnknownMatch(ArenaError):
     """A match id that is not in the match log."""
 
     status_code = 404
+
+
+class ServiceUnavailable(ArenaError):
+    """A backing service (database, Redis) did not answer within the bounded wait."""
+
+    status_code = 503

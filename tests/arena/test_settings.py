@@ -130,3 +130,22 @@ def test_ray_init_kwargs() -> None:
         "object_store_memory": 512 * 1024 * 1024,
     }
     assert ray_init_kwargs(Settings(ray_address="auto")) == {"address": "auto"}
+
+
+def test_an_unreachable_database_gives_a_clear_error_after_a_bounded_wait(tmp_path):
+    import time
+
+    import pytest
+
+    from arena.services import open_database
+    from arena.settings import Settings
+    from envs.errors import ServiceUnavailable
+
+    settings = Settings(data_dir=tmp_path, database_url="postgresql+psycopg://arena:secret@127.0.0.1:1/arena")
+    start = time.monotonic()
+    with pytest.raises(ServiceUnavailable) as err:
+        open_database(settings, timeout_s=1.0)
+    assert time.monotonic() - start < 10
+    message = str(err.value)
+    assert "ARENA_DATABASE_URL" in message and "secret" not in message and "127.0.0.1:1" in message
+    assert err.value.status_code == 503
