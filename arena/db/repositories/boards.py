@@ -36,7 +36,8 @@ class BoardRow(NamedTuple):
     last_match_seq: int | None
 
 
-def _board_select() -> Select:
+def board_select() -> Select:
+    """The columns of a :class:`BoardRow`: an agent's rating in one role joined to the agent."""
     return select(
         AgentRating.agent_id, Agent.key, Agent.name, Agent.kind, Agent.status,
         AgentRating.mu, AgentRating.sigma, AgentRating.conservative, AgentRating.games,
@@ -70,7 +71,7 @@ def board_rows(
                 for row in board_rows(session, env_id, role, exclude_statuses, part)]
         return sorted(rows, key=board_order)
     stmt = (
-        _board_select()
+        board_select()
         .where(AgentRating.env_id == env_id, AgentRating.role == role)
         .order_by(AgentRating.conservative.desc(), AgentRating.agent_id)
     )
@@ -99,7 +100,7 @@ def board_changes(
         changed = changed | (Agent.updated_at > after_update)
     else:
         changed = true()
-    stmt = _board_select().where(AgentRating.env_id == env_id, AgentRating.role == role, changed)
+    stmt = board_select().where(AgentRating.env_id == env_id, AgentRating.role == role, changed)
     return [BoardRow(*row) for row in session.execute(stmt)]
 
 

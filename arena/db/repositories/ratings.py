@@ -16,6 +16,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from arena.db.models import Agent, AgentRating, Match, RatingEvent
+from arena.db.repositories.boards import board_select
 from arena.db.repositories.dialect import chunks, dialect_insert
 
 CONSERVATIVE_SIGMAS = 3.0
@@ -147,12 +148,7 @@ def leaderboard(
         statuses: Only agents in these statuses (e.g. ``{"rated", "placement"}``).
     """
     stmt = (
-        select(
-            AgentRating.agent_id, Agent.key, Agent.name, Agent.kind, Agent.status,
-            AgentRating.mu, AgentRating.sigma, AgentRating.conservative, AgentRating.games,
-            AgentRating.wins, AgentRating.draws, AgentRating.losses,
-        )
-        .join(Agent, Agent.id == AgentRating.agent_id)
+        board_select()
         .where(AgentRating.env_id == env_id, AgentRating.role == role)
         .order_by(AgentRating.conservative.desc(), AgentRating.agent_id)
         .limit(limit)
@@ -160,8 +156,9 @@ def leaderboard(
     )
     if statuses is not None:
         stmt = stmt.where(Agent.status.in_(list(statuses)))
+    # A BoardRow's last field (last_match_seq) is not part of a leaderboard entry.
     return [
-        LeaderboardEntry(offset + i + 1, *row) for i, row in enumerate(session.execute(stmt))
+        LeaderboardEntry(offset + i + 1, *row[:-1]) for i, row in enumerate(session.execute(stmt))
     ]
 
 
