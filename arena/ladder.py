@@ -1,22 +1,33 @@
 """The ladder service: schedule rated matches, play them on a runner, record them.
 
 One loop: pairings are drawn from the current ratings (placement first, then by
-match quality), turned into jobs whose ids exist before dispatch, played by a
-:class:`~arena.runners.MatchRunner` (in-process or Ray) with bounded in-flight work,
-and recorded exactly once with ratings updated in the same transaction.
+match quality), turned into jobs whose ids exist before dispatch, written to the
+persisted match queue, played by a :class:`~arena.runners.MatchRunner` (in-process or
+Ray) with bounded in-flight work, and recorded exactly once with ratings updated (and
+the jobs dequeued) in the same transaction.
+
+Whatever a previous run left in the queue — it was stopped, killed, or lost its
+database for longer than ``db_retry_s`` — is dispatched first, with the same ids and
+seeds, so nothing scheduled is lost and nothing is recorded twice.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import logging
+import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import TypeVar
 
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
 from agents.policy import derive_seed
 from arena.db import repositories as repo
+from arena.db.retry import retry_transient
 from arena.engine import MatchJob
 from arena.metrics import set_in_flight
 from arena.recorder import MatchRecorder, load_book
@@ -24,6 +35,17 @@ from arena.runners import AgentSource, MatchBatch, MatchRunner
 from envs.registry import get_spec
 from league.ladder import DEFAULT_TARGET_SIGMA, RatingBook, sample_ladder_pairs
 from league.ratings import RatingEnv
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def agent_source(agent: repo.AgentInfo) -> AgentSource:
+    """Where a worker gets a stored agent's policy: its snapshot, or its builtin name."""
+    if agent.kind == "neural":
+        return AgentSource(key=agent.key, snapshot=agent.snapshot_sha256)
+    return AgentSource(key=agent.key, builtin=agent.key)
 
 
 @dataclass
@@ -35,12 +57,18 @@ class LadderConfig:
         batch_size: Matches per dispatched batch (enough that Ray overhead is noise).
         target_sigma: An agent is "placed" once its sigma falls below this.
         seed: Master seed of pairings and match seeds.
+        max_rate: Upper bound on matches dispatched per second (``None``: as fast as
+            the runner takes them).
+        db_retry_s: How long to ride out an unreachable database before giving up
+            (the scheduled matches stay queued for the next run).
     """
 
     env_id: str
     batch_size: int = 4096
     target_sigma: float = DEFAULT_TARGET_SIGMA
     seed: int = 0
+    max_rate: float | None = None
+    db_retry_s: float = 120.0
 
 
 @dataclass
@@ -48,6 +76,7 @@ class LadderProgress:
     """Counters reported after every recorded batch."""
 
     scheduled: int = 0
+    resumed: int = 0
     recorded: int = 0
     duplicates: int = 0
     in_flight: int = 0
@@ -66,7 +95,7 @@ class Ladder:
         if not self.spec.symmetric:
             raise ValueError(f"{config.env_id} has roles {self.spec.roles}; ladders need a symmetric env")
         self.env = env or RatingEnv()
-        self.recorder = MatchRecorder(sessions, self.spec, self.env)
+        self.recorder = MatchRecorder(sessions, self.spec, self.env, db_retry_s=config.db_retry_s)
         self.sources: dict[str, AgentSource] = {}
         self.agent_ids: dict[str, int] = {}
         self.book = RatingBook(self.env)
@@ -92,11 +121,52 @@ class Ladder:
             self.sources = {s.key: s for s in sources}
             self.book = load_book(session, self.env, ids)
 
+    def _db(self, work: Callable[[], T], what: str) -> T:
+        return retry_transient(work, timeout_s=self.config.db_retry_s, what=f"{self.spec.env_id} ladder: {what}")
+
+    def _resumed_batches(self, progress: LadderProgress) -> Iterator[MatchBatch]:
+        """The queued matches a previous run left, batch by batch, same ids and seeds."""
+        def load() -> tuple[list[repo.QueuedJob], dict[str, repo.AgentInfo | None]]:
+            with self.sessions() as session:
+                queued = repo.queued_matches(session, self.spec.env_id)
+                keys = {a for job in queued for a in job.agents} - set(self.sources)
+                return queued, {k: repo.get_agent_by_key(session, self.spec.env_id, k) for k in keys}
+
+        queued, extra = self._db(load, "reading the match queue")
+        if not queued:
+            return
+        sources = dict(self.sources)
+        for key, agent in extra.items():
+            if agent is not None:
+                sources[key] = agent_source(agent)
+                self.agent_ids[key] = agent.id
+        playable = [j for j in queued if all(a in sources for a in j.agents)]
+        if len(playable) < len(queued):
+            kept = {j.match_id for j in playable}
+            gone = [j.match_id for j in queued if j.match_id not in kept]
+            log.warning("dropping %d queued matches of agents that no longer exist", len(gone))
+            self._db(functools.partial(self._dequeue, gone), "dropping orphaned queue entries")
+        log.info("resuming %d queued %s matches with their original ids", len(playable), self.spec.env_id)
+        for b, (_, group) in enumerate(itertools.groupby(playable, key=lambda j: j.batch_key)):
+            jobs = [MatchJob(seed=j.seed, agents=j.agents, match_id=j.match_id) for j in group]
+            progress.resumed += len(jobs)
+            yield MatchBatch(self.spec.env_id, jobs, sources, batch_id=-1 - b)
+
+    def _dequeue(self, ids: list[str]) -> None:
+        with self.sessions.begin() as session:
+            repo.dequeue_matches(session, ids)
+
+    def _enqueue(self, batch_key: str, jobs: list[MatchJob]) -> None:
+        queued = [repo.QueuedJob(j.match_id, batch_key, j.seed, j.agents) for j in jobs]
+        with self.sessions.begin() as session:
+            repo.enqueue_matches(session, self.spec.env_id, batch_key, queued)
+
     def _batches(self, total: int, progress: LadderProgress) -> Iterator[MatchBatch]:
         rng = np.random.default_rng(self.config.seed)
         keys = sorted(self.sources)
         role = self.spec.roles[0]
-        start = self._matches_so_far()
+        start = self._db(self._matches_so_far, "counting matches")
+        run_id = uuid.uuid4().hex
         for b, lo in enumerate(range(0, total, self.config.batch_size)):
             n = min(self.config.batch_size, total - lo)
             ratings = [self.book.rating((k, role)) for k in keys]
@@ -104,8 +174,19 @@ class Ladder:
             seeds = derive_seed(self.config.seed, np.arange(start + lo, start + lo + n)).tolist()
             jobs = [MatchJob(seed=s, agents=(keys[i], keys[j]), match_id=str(uuid.uuid4()))
                     for s, (i, j) in zip(seeds, pairs)]
+            batch_key = f"{run_id}:{b}"
+            self._db(functools.partial(self._enqueue, batch_key, jobs), f"queueing batch {batch_key}")
             progress.scheduled += n
             yield MatchBatch(self.spec.env_id, jobs, self.sources, batch_id=b)
+
+    def _paced(self, batches: Iterable[MatchBatch]) -> Iterator[MatchBatch]:
+        """``batches``, dispatched no faster than ``max_rate`` matches per second."""
+        rate, start, sent = self.config.max_rate, time.monotonic(), 0
+        for batch in batches:
+            if rate:
+                time.sleep(max(0.0, start + sent / rate - time.monotonic()))
+            sent += len(batch.jobs)
+            yield batch
 
     def _matches_so_far(self) -> int:
         with self.sessions() as session:
@@ -113,24 +194,30 @@ class Ladder:
 
     def run(self, runner: MatchRunner, matches: int,
             on_progress: Callable[[LadderProgress], None] | None = None) -> LadderProgress:
-        """Play and record ``matches`` rated matches."""
+        """Dispatch what the queue holds, then play and record ``matches`` new rated matches.
+
+        Raises:
+            ServiceUnavailable: The database stayed unreachable for ``db_retry_s``; every
+                match not yet recorded stays queued for the next run.
+        """
         if len(self.sources) < 2:
             raise ValueError("add at least two agents before running the ladder")
         progress = LadderProgress()
-        for batch, records in runner.run(self._batches(matches, progress)):
+        batches = itertools.chain(self._resumed_batches(progress), self._batches(matches, progress))
+        for batch, records in runner.run(self._paced(batches)):
             outcome = self.recorder.record(records, self.agent_ids)
             self.book.standings.update(outcome.book.standings)
             progress.recorded += outcome.inserted
             progress.duplicates += outcome.duplicates
             progress.batches += 1
-            progress.in_flight = progress.scheduled - progress.recorded
+            progress.in_flight = progress.scheduled + progress.resumed - progress.recorded - progress.duplicates
             set_in_flight(self.spec.env_id, progress.in_flight)
             for r in records:
                 progress.terminations[r.termination] = progress.terminations.get(r.termination, 0) + 1
             if on_progress:
                 on_progress(progress)
         set_in_flight(self.spec.env_id, 0)
-        self._update_statuses()
+        self._db(self._update_statuses, "updating agent statuses")
         return progress
 
     def _update_statuses(self) -> None:

@@ -57,6 +57,7 @@ __all__ = [
     "observe_cache_stats",
     "observe_worker_stats",
     "set_in_flight",
+    "set_matches_queued",
     "set_queue_depth",
     "set_workers_alive",
     "start_metrics_server",
@@ -97,6 +98,9 @@ class ArenaMetrics:
             "matches_forfeited", "Recorded matches that ended in a forfeit, by termination.",
             ["env", "reason"], **kw)
         self.queue_depth = Gauge("queue_depth", "Submissions waiting for validation.", **kw)
+        self.matches_queued = Gauge(
+            "matches_queued", "Matches in the persisted queue (scheduled, not yet recorded).",
+            ["env"], **kw)
         self.in_flight = Gauge("matches_in_flight", "Matches scheduled but not yet recorded.",
                                ["env"], **kw)
         self.workers_alive = Gauge("workers_alive", "Ray match workers that answered.", **kw)
@@ -170,6 +174,11 @@ def observe_batch(records: Iterable[RecordLike], commit_seconds: float, rating_s
 def set_queue_depth(depth: int, *, metrics: ArenaMetrics | None = None) -> None:
     """Submissions currently waiting for validation."""
     _or_default(metrics).queue_depth.set(max(0, depth))
+
+
+def set_matches_queued(env: str, matches: int, *, metrics: ArenaMetrics | None = None) -> None:
+    """Matches of ``env`` in the persisted queue."""
+    _or_default(metrics).matches_queued.labels(env=env).set(max(0, matches))
 
 
 def set_in_flight(env: str, matches: int, *, metrics: ArenaMetrics | None = None) -> None:

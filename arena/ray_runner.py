@@ -11,11 +11,19 @@ once whichever copy lands.
 from __future__ import annotations
 
 import logging
+import os
 from collections import deque
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict
 
 import ray
-from ray.exceptions import ActorDiedError, ActorUnavailableError, ObjectLostError, RayActorError, WorkerCrashedError
+from ray.exceptions import (
+    ActorDiedError,
+    ActorUnavailableError,
+    ObjectLostError,
+    RayActorError,
+    WorkerCrashedError,
+)
 
 from arena.engine import MatchEngine, MatchRecord
 from arena.engine.records import gc_paused
@@ -46,17 +54,18 @@ class MatchWorker:
         snapshots = snapshots_factory(device) if snapshots_factory is not None else None
         self.engine = MatchEngine()
         self.resolver = PolicyResolver(snapshots)
+        self.batches = 0
 
     def play(self, batch: MatchBatch) -> list[MatchRecord]:
-        return play_batch(self.engine, self.resolver, batch)
+        records = play_batch(self.engine, self.resolver, batch)
+        self.batches += 1
+        return records
 
     def stats(self) -> dict:
-        import os
-
-        from dataclasses import asdict
-
+        """pid, node, batches played since (re)start, snapshot-cache counters."""
         stats = getattr(self.resolver.snapshots, "stats", None)
-        return {"pid": os.getpid(), "snapshot_cache": asdict(stats) if stats is not None else None}
+        return {"pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(),
+                "batches": self.batches, "snapshot_cache": asdict(stats) if stats is not None else None}
 
 
 class RayMatchRunner:
@@ -75,7 +84,8 @@ class RayMatchRunner:
                  max_in_flight: int | None = None) -> None:
         gpus = ray.cluster_resources().get("GPU", 0.0)
         self.device = "cuda" if gpus > 0 else "cpu"
-        options = {"num_cpus": 0.5}
+        # SPREAD: on a multi-node cluster the workers land on different nodes.
+        options = {"num_cpus": 0.5, "scheduling_strategy": "SPREAD"}
         if gpus > 0:
             options["num_gpus"] = min(1.0, gpus / num_workers)
         self.workers = [
@@ -123,8 +133,18 @@ class RayMatchRunner:
     def in_flight_limit(self) -> int:
         return self.max_in_flight
 
-    def stats(self) -> list[dict]:
-        return ray.get([w.stats.remote() for w in self.workers])
+    def stats(self, timeout_s: float = 2.0) -> list[dict]:
+        """``MatchWorker.stats()`` of every worker that answers within ``timeout_s``
+        (a worker being restarted after a crash does not)."""
+        refs = [w.stats.remote() for w in self.workers]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+        out = []
+        for ref in ready:
+            try:
+                out.append(ray.get(ref))
+            except LOST_WORK:
+                continue
+        return out
 
     def close(self) -> None:
         for worker in self.workers:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.db import repositories as repo
+from arena.db.retry import retry_transient
 from arena.engine import MatchRecord
 from arena.engine.records import gc_paused
 from arena.metrics import observe_batch
@@ -80,16 +81,30 @@ class MatchRecorder:
     """
 
     def __init__(self, sessions: sessionmaker[Session], spec: EnvSpec, env: RatingEnv,
-                 league_id: int | None = None) -> None:
+                 league_id: int | None = None, db_retry_s: float = 120.0) -> None:
         self.sessions, self.spec, self.env, self.league_id = sessions, spec, env, league_id
+        self.db_retry_s = db_retry_s
 
     def record(self, records: list[MatchRecord], agent_ids: dict[str, int]) -> RecordOutcome:
-        """Record ``records`` once; rate the newly inserted ones in sequence order."""
+        """Record ``records`` once; rate the newly inserted ones in sequence order.
+
+        The transaction also removes the records from the persisted match queue. While
+        the database is unreachable it is retried (up to ``db_retry_s``); a retry after
+        a commit whose acknowledgement was lost finds every record already there.
+
+        Raises:
+            ServiceUnavailable: The database stayed unreachable for ``db_retry_s``.
+        """
+        return retry_transient(lambda: self._record(records, agent_ids), timeout_s=self.db_retry_s,
+                               what=f"recording {len(records)} {self.spec.env_id} matches")
+
+    def _record(self, records: list[MatchRecord], agent_ids: dict[str, int]) -> RecordOutcome:
         spec = self.spec
         started = time.perf_counter()
         with gc_paused(), self.sessions.begin() as session:
             rows = [repo.match_row(r, league_id=self.league_id) for r in records]
             new = repo.insert_matches(session, rows)
+            repo.dequeue_matches(session, [r.match_id for r in records])
             fresh = sorted((new[r.match_id], r) for r in records if r.match_id in new)
             involved = {a: agent_ids[a] for _, r in fresh for a in r.seats}
             book = load_book(session, self.env, involved)

@@ -113,14 +113,21 @@ def connect_redis(url: str, timeout_s: float = 10.0, **client_kwargs: Any) -> re
             )
         time.sleep(min(delay, remaining))
         delay = min(delay * 2, 1.0)
-    # A finite socket timeout: a hung server must surface as an error, not a stuck worker.
+    log.debug("redis at %s answered after %d attempt(s)", redact_url(url), attempts)
+    return redis_client(url, **client_kwargs)
+
+
+def redis_client(url: str, **client_kwargs: Any) -> redis.Redis:
+    """A client for ``url`` that connects lazily (no waiting; see :func:`connect_redis`).
+
+    Socket timeouts are finite: a hung server surfaces as an error, not a stuck worker.
+    """
     kwargs: dict[str, Any] = {
         "socket_connect_timeout": 5.0,
         "socket_timeout": 60.0,
         "health_check_interval": 30,
     }
     kwargs.update(client_kwargs)
-    log.debug("redis at %s answered after %d attempt(s)", redact_url(url), attempts)
     return redis.Redis.from_url(url, **kwargs)
 
 

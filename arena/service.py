@@ -29,10 +29,11 @@ from agents.neural import random_init_checkpoint
 from arena.db import repositories as repo
 from arena.engine import MatchEngine
 from arena.engine.records import Termination
-from arena.ladder import Ladder, LadderConfig
+from arena.ladder import Ladder, LadderConfig, agent_source
 from arena.matchplan import plan_matches
+from arena.metrics import observe_worker_stats, set_matches_queued, set_queue_depth
 from arena.recorder import participant_rows
-from arena.runners import AgentSource, MatchRunner
+from arena.runners import MatchRunner
 from arena.services import Services
 from arena.snapshot_cache import load_snapshot_policy
 from envs.registry import get_spec
@@ -53,6 +54,7 @@ class ServiceConfig:
         max_rate: Upper bound on rated matches per second per env (pacing).
         validation_matches: Episodes per validation opponent (itself, random).
         idle_sleep_s: Pause when there is nothing to do.
+        metrics_every_s: How often queue depths and worker liveness are sampled.
     """
 
     envs: tuple[str, ...] = ("connect_four-v3", "tictactoe-v3")
@@ -60,12 +62,7 @@ class ServiceConfig:
     max_rate: float = 2000.0
     validation_matches: int = 2
     idle_sleep_s: float = 0.5
-
-
-def agent_source(agent: repo.AgentInfo) -> AgentSource:
-    if agent.kind == "neural":
-        return AgentSource(key=agent.key, snapshot=agent.snapshot_sha256)
-    return AgentSource(key=agent.key, builtin=agent.key)
+    metrics_every_s: float = 5.0
 
 
 def seed_demo(services: Services, envs: tuple[str, ...], neural_per_env: int = 3) -> int:
@@ -106,6 +103,7 @@ class ArenaService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.rounds = 0
+        self._sampled_at = float("-inf")
 
     # -- submissions --------------------------------------------------------------
     def process_submissions(self) -> int:
@@ -179,8 +177,22 @@ class ArenaService:
         ladder.sync_agents([agent_source(a) for a in agents])
         return ladder.run(self.runner, self.config.batch_size).recorded
 
+    def sample_metrics(self) -> None:
+        """Queue depths (submissions, matches per env) and live workers, for ``/metrics``."""
+        with self.services.sessions() as session:
+            set_queue_depth(sum(len(repo.list_agents(session, env_id, statuses=("queued",)))
+                                for env_id in self.config.envs))
+            for env_id in self.config.envs:
+                set_matches_queued(env_id, repo.queue_depth(session, env_id))
+        stats = getattr(self.runner, "stats", None)
+        if stats is not None:
+            observe_worker_stats(stats())
+
     def step(self) -> int:
         """Submissions, then one ladder batch per env; returns matches recorded."""
+        if time.monotonic() - self._sampled_at >= self.config.metrics_every_s:
+            self._sampled_at = time.monotonic()
+            self.sample_metrics()
         self.process_submissions()
         played = 0
         for env_id in self.config.envs:
@@ -198,11 +210,11 @@ class ArenaService:
             try:
                 if self.step() == 0:
                     self._stop.wait(self.config.idle_sleep_s)
-            except Exception:  # noqa: BLE001 - keep serving; the next round retries
+            except Exception:
                 log.exception("service round failed; retrying")
                 self._stop.wait(2.0)
 
-    def start(self) -> "ArenaService":
+    def start(self) -> ArenaService:
         self._thread = threading.Thread(target=self.run, name="arena-service", daemon=True)
         self._thread.start()
         return self

@@ -9,23 +9,21 @@ a Ray worker uses to build its own bounded snapshot cache next to the same Redis
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import redis
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.db import make_engine, session_factory, upgrade
-from arena.redis_server import EmbeddedRedis, connect_redis, redact_url
+from arena.db.retry import retry_transient
+from arena.redis_server import EmbeddedRedis, connect_redis, redact_url, redis_client
 from arena.settings import Settings, get_settings, resolved_database_url
 from arena.snapshot_cache import SnapshotCache
 from arena.snapshot_pool import RedisSnapshotPool
 from arena.snapshot_store import FileSnapshotStore
-from envs.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +38,7 @@ class Services:
     redis_url: str
     pool: RedisSnapshotPool
 
-    def snapshot_cache_factory(self) -> "SnapshotCacheFactory":
+    def snapshot_cache_factory(self) -> SnapshotCacheFactory:
         return SnapshotCacheFactory(self.redis_url, str(self.settings.snapshot_dir),
                                     self.settings.snapshot_cache_size, self.settings.max_upload_bytes)
 
@@ -55,7 +53,9 @@ class SnapshotCacheFactory:
     max_bytes: int = 64 * 1024 * 1024
 
     def __call__(self, device: str = "cpu") -> SnapshotCache:
-        pool = RedisSnapshotPool(connect_redis(self.redis_url), FileSnapshotStore(Path(self.snapshot_dir)),
+        # A lazy client: a worker (re)started while Redis is down must still come up; its
+        # pool reads the durable copies until Redis answers again.
+        pool = RedisSnapshotPool(redis_client(self.redis_url), FileSnapshotStore(Path(self.snapshot_dir)),
                                  max_bytes=self.max_bytes)
         return SnapshotCache(pool, capacity=self.capacity, device=device, max_bytes=self.max_bytes)
 
@@ -67,21 +67,9 @@ def open_database(settings: Settings, timeout_s: float = 30.0) -> sessionmaker[S
         ServiceUnavailable: The database did not answer within ``timeout_s``.
     """
     url = resolved_database_url(settings)
-    deadline = time.monotonic() + timeout_s
-    delay = 0.2
-    while True:
-        try:
-            upgrade(url)
-            break
-        except OperationalError as exc:
-            if time.monotonic() + delay > deadline:
-                raise ServiceUnavailable(
-                    f"the database at {redact_url(url)} did not answer within {timeout_s:g}s "
-                    f"({exc.orig}); check ARENA_DATABASE_URL and that the server is running"
-                ) from None
-            log.warning("database not reachable yet (%s); retrying in %.1fs", exc.orig, delay)
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+    retry_transient(lambda: upgrade(url), timeout_s=timeout_s,
+                    what=f"connecting to the database at {redact_url(url)}",
+                    hint="check ARENA_DATABASE_URL and that the server is running")
     return session_factory(make_engine(url))
 
 

@@ -204,16 +204,23 @@ class RedisSnapshotPool:
         """Weights and spec of a snapshot, verified against ``sha256``.
 
         Bytes missing from Redis, or not matching their hash, are read from the durable
-        store and written back to Redis.
+        store and written back to Redis. While Redis is unreachable the durable copy is
+        served as it is.
 
         Raises:
             SnapshotNotFound: Not in Redis nor in the durable store.
             SnapshotCorrupt: Damaged in Redis and no intact durable copy.
         """
-        with self.client.pipeline(transaction=False) as pipe:
-            pipe.get(self.keys.snapshot(sha256))
-            pipe.hget(self.keys.snapshot_meta(sha256), "spec")
-            raw, spec_json = pipe.execute()
+        try:
+            with self.client.pipeline(transaction=False) as pipe:
+                pipe.get(self.keys.snapshot(sha256))
+                pipe.hget(self.keys.snapshot_meta(sha256), "spec")
+                raw, spec_json = pipe.execute()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.warning("redis unreachable (%s); serving snapshot %s from its durable copy",
+                        exc, sha256[:16])
+            weights, record = self._load_durable(sha256, damaged=False)
+            return weights, validate_spec(record.spec)
         damaged = raw is not None and _sha256(raw) != sha256
         if raw is not None and not damaged and spec_json is not None:
             return raw, validate_spec(spec_json)

@@ -230,3 +230,26 @@ Index("ix_match_participants_agent_id_match_seq", MatchParticipant.agent_id,
 # agent_id breaks ties so leaderboard pages are stable.
 Index("ix_ratings_env_id_role_conservative", AgentRating.env_id, AgentRating.role,
       AgentRating.conservative.desc(), AgentRating.agent_id)
+
+
+class QueuedMatch(Base):
+    """A match scheduled and possibly dispatched, not yet recorded (the persisted queue).
+
+    A ladder writes its jobs here *before* dispatching them, and the recorder deletes
+    them in the same transaction that records their results. Whatever is left after a
+    crash, a SIGTERM or a failed round is re-dispatched with the same ids and seeds, so
+    a match is played again at most and recorded exactly once.
+    """
+
+    __tablename__ = "match_queue"
+    __table_args__ = (Index("ix_match_queue_env_id_batch_key", "env_id", "batch_key"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    env_id: Mapped[str] = mapped_column(ForeignKey("envs.id"))
+    league_id: Mapped[int | None] = mapped_column(ForeignKey("leagues.id", ondelete="SET NULL"))
+    # Jobs dispatched together share a batch key (run id and batch number).
+    batch_key: Mapped[str] = mapped_column(String(64))
+    position: Mapped[int] = mapped_column()
+    seed: Mapped[int] = mapped_column(BigInteger())
+    agents: Mapped[list[Any]] = mapped_column(JSON())
+    created_at: Mapped[datetime] = _created_at()

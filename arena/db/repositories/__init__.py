@@ -53,6 +53,13 @@ from arena.db.repositories.matches import (
     match_row,
     match_times,
 )
+from arena.db.repositories.queue import (
+    QueuedJob,
+    dequeue_matches,
+    enqueue_matches,
+    queue_depth,
+    queued_matches,
+)
 from arena.db.repositories.ratings import (
     LeaderboardEntry,
     StoredRating,
@@ -85,15 +92,16 @@ from arena.db.repositories.users import (
 
 __all__ = [
     "AgentInfo", "BoardRow", "LeaderboardEntry", "LeagueInfo", "MatchPage", "Participant",
-    "SnapshotInfo", "StoredMatch", "StoredRating", "UserInfo", "add_api_token",
+    "QueuedJob", "SnapshotInfo", "StoredMatch", "StoredRating", "UserInfo", "add_api_token",
     "agent_ids_for_keys", "agent_keys", "board_changes", "board_order", "board_rows",
     "board_version", "clear_ratings", "count_matches", "count_ratings", "create_league",
-    "create_user", "ensure_env", "existing_match_ids", "get_agent", "get_agent_by_key",
-    "get_agents", "get_env_spec", "get_league", "get_league_by_name", "get_match", "get_matches",
-    "get_or_create_agents", "get_participants", "get_snapshot_weights", "get_user",
-    "get_user_by_name", "hash_token", "head_to_head", "insert_matches", "insert_participants",
-    "insert_rating_events", "iter_matches", "leaderboard", "list_agents", "list_snapshots",
-    "load_ratings", "match_history", "match_row", "match_times", "page_agents", "ping",
-    "put_snapshot", "queue_positions", "rating_history", "rating_points", "revoke_api_token",
-    "set_agent_status", "upsert_ratings", "user_for_token", "user_names",
+    "create_user", "dequeue_matches", "enqueue_matches", "ensure_env", "existing_match_ids",
+    "get_agent", "get_agent_by_key", "get_agents", "get_env_spec", "get_league",
+    "get_league_by_name", "get_match", "get_matches", "get_or_create_agents", "get_participants",
+    "get_snapshot_weights", "get_user", "get_user_by_name", "hash_token", "head_to_head",
+    "insert_matches", "insert_participants", "insert_rating_events", "iter_matches", "leaderboard",
+    "list_agents", "list_snapshots", "load_ratings", "match_history", "match_row", "match_times",
+    "page_agents", "ping", "put_snapshot", "queue_depth", "queue_positions", "queued_matches",
+    "rating_history", "rating_points", "revoke_api_token", "set_agent_status", "upsert_ratings",
+    "user_for_token", "user_names",
 ]
