@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
@@ -30,6 +31,9 @@ from arena.engine.records import gc_paused
 from arena.runners import MatchBatch, PolicyResolver, SnapshotPolicies, play_batch
 
 log = logging.getLogger(__name__)
+
+# After a worker's batch is lost, other workers get new batches for this long.
+RESTART_GRACE_S = 3.0
 
 LOST_WORK = (RayActorError, ActorDiedError, ActorUnavailableError, WorkerCrashedError, ObjectLostError)
 
@@ -95,11 +99,15 @@ class RayMatchRunner:
         self.max_in_flight = max_in_flight or 2 * num_workers
         self.redispatched = 0
         self._next = 0
+        self._resting: dict[int, float] = {}
 
     def _submit(self, batch: MatchBatch, inflight: dict) -> None:
-        worker = self.workers[self._next % len(self.workers)]
-        self._next += 1
-        inflight[worker.play.remote(batch)] = batch
+        """Send ``batch`` to the next worker not known to be restarting."""
+        now, n = time.monotonic(), len(self.workers)
+        order = [(self._next + i) % n for i in range(n)]
+        index = next((i for i in order if self._resting.get(i, 0.0) <= now), order[0])
+        self._next = index + 1
+        inflight[self.workers[index].play.remote(batch)] = (batch, index)
 
     def run(self, batches: Iterable[MatchBatch]) -> Iterator[tuple[MatchBatch, list[MatchRecord]]]:
         source = iter(batches)
@@ -117,12 +125,14 @@ class RayMatchRunner:
                 return
             ready, _ = ray.wait(list(inflight), num_returns=1)
             for ref in ready:
-                batch = inflight.pop(ref)
+                batch, index = inflight.pop(ref)
                 try:
                     with gc_paused():  # unpickling thousands of records
                         records = ray.get(ref)
                 except LOST_WORK as exc:
                     self.redispatched += 1
+                    # The actor is being restarted: send it nothing for a moment.
+                    self._resting[index] = time.monotonic() + RESTART_GRACE_S
                     log.warning("batch %d lost (%s); re-dispatching its %d matches with the same ids",
                                 batch.batch_id, type(exc).__name__, len(batch.jobs))
                     retry.append(batch)

@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -229,6 +230,27 @@ class EmbeddedRedis:
             server.stop(timeout=timeout_s)
             log.info("embedded redis on %s stopped", self.directory)
         self._release_lock()
+
+    def kill(self) -> int:
+        """SIGKILL the server, as a crash would (no AOF fsync beyond ``everysec``).
+
+        The data directory is released, so :meth:`start` brings it back on the same
+        port with whatever the AOF held. For fault-injection tests and benchmarks.
+
+        Returns:
+            The pid that was killed.
+        """
+        if self._server is None:
+            raise RedisUnavailable("the embedded Redis server is not running")
+        pid = int((self.directory / _PID_NAME).read_text().strip())
+        self._port = self._server.port
+        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self._server.stop(timeout=5)  # reaps the process, removes its temp files
+        self._server = None
+        self._release_lock()
+        log.warning("embedded redis (pid %d) killed", pid)
+        return pid
 
     def __enter__(self) -> Self:
         return self.start()

@@ -1,0 +1,307 @@
+"""Chaos: a rated ladder on a multi-node Ray cluster while its machinery is broken.
+
+Set-up, all real and all on this machine: a Ray cluster of ``--nodes`` nodes started
+with ``ray start`` (a head plus nodes joining it over loopback,
+:class:`arena.faults.LocalRayCluster`); a fresh PostgreSQL database on the server at
+``--postgres-url``, reached through a TCP proxy we can cut (:class:`arena.faults.TcpProxy`);
+a Redis-compatible server (valkey, AOF ``everysec``) owned by this script so it can be
+killed; the snapshot pool on it holding ``--neural`` MLP snapshots next to the
+scripted heuristics; ``--workers`` MatchWorker actors spread over the nodes.
+
+During a ``--matches`` ladder run (dispatch paced at ``--max-rate`` so the faults land
+mid-run): a Ray worker process is SIGKILLed every ``--kill-every`` seconds, Redis is
+``kill -9``-ed once at ``--redis-kill-at`` and restarted ``--redis-down-s`` later, and
+the database is unreachable for ``--db-outage-s`` from ``--db-outage-at``.
+
+Afterwards, checked from the database itself:
+
+* ``lost``: scheduled match ids with no row; ``duplicated``: surplus rows, matches
+  without exactly one participant row per seat, and rating events beyond one per seat
+  (a result applied twice would show there);
+* ``ratings_match_rebuild``: the live ratings equal a rebuild from the match log;
+* ``pool_intact``: every snapshot reads back and hashes right, pool membership whole;
+* ``ray_resources_leaked``: CPUs still held once the workers are gone;
+* ``queue_left``: matches still in the persisted queue.
+
+    python benchmarks/chaos.py [--matches 20000] [--nodes 2] [--workers 2]
+
+Prints a table, then one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent.parent
+if sys.path and Path(sys.path[0]).resolve() == _ROOT / "benchmarks":
+    sys.path[0] = str(_ROOT)  # benchmarks/league.py would shadow the league package
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+import psycopg
+import ray
+from sqlalchemy import func, make_url, select
+
+from agents.checkpoint import serialize_weights
+from agents.neural import random_init_checkpoint
+from arena.db import models
+from arena.db import repositories as repo
+from arena.faults import LocalRayCluster, TcpProxy
+from arena.ladder import Ladder, LadderConfig
+from arena.ray_runner import RayMatchRunner
+from arena.recorder import rebuild_ratings
+from arena.redis_server import EmbeddedRedis
+from arena.runners import AgentSource
+from arena.services import open_services
+from arena.settings import Settings
+from envs.errors import ArenaError
+
+ENV = "connect_four-v3"
+POOL = "chaos"
+BUILTINS = ("heuristic", "heuristic:epsilon=0.2", "heuristic:epsilon=0.5", "heuristic:epsilon=0.8", "random")
+
+log = logging.getLogger("chaos")
+
+
+class Tap:
+    """Passes batches to a runner and remembers every match id it dispatched."""
+
+    def __init__(self, runner: RayMatchRunner) -> None:
+        self.runner, self.ids = runner, set()
+
+    def run(self, batches):
+        def tapped():
+            for batch in batches:
+                self.ids.update(j.match_id for j in batch.jobs)
+                yield batch
+
+        return self.runner.run(tapped())
+
+
+class Chaos(threading.Thread):
+    """The fault schedule, on its own thread, relative to the start of the run."""
+
+    def __init__(self, runner: RayMatchRunner, redis: EmbeddedRedis, proxy: TcpProxy, args) -> None:
+        super().__init__(name="chaos", daemon=True)
+        self.runner, self.redis, self.proxy, self.args = runner, redis, proxy, args
+        self.stop = threading.Event()
+        self.worker_kills = self.redis_restarts = 0
+        self.db_outage_s = 0.0
+        self.nodes: set[str] = set()
+        self.events: list[str] = []
+
+    def _note(self, t0: float, what: str) -> None:
+        self.events.append(f"{time.monotonic() - t0:6.1f}s  {what}")
+        log.warning(what)
+
+    def run(self) -> None:
+        a, t0 = self.args, time.monotonic()
+        next_kill, redis_done, db_done = a.kill_every, a.redis_kill_at < 0, a.db_outage_at < 0
+        while not self.stop.wait(0.1):
+            t = time.monotonic() - t0
+            if a.kill_every > 0 and t >= next_kill:
+                next_kill += a.kill_every
+                self._kill_worker(t0)
+            if not redis_done and t >= a.redis_kill_at:
+                redis_done = True
+                pid = self.redis.kill()
+                self._note(t0, f"redis (pid {pid}) killed with SIGKILL")
+                if self.stop.wait(a.redis_down_s):
+                    self.redis.start()
+                    break
+                self.redis.start()
+                self.redis_restarts += 1
+                self._note(t0, f"redis restarted on port {self.redis.port} from its AOF")
+            if not db_done and t >= a.db_outage_at:
+                db_done = True
+                self.proxy.outage(a.db_outage_s)
+                self.db_outage_s = a.db_outage_s
+                self._note(t0, f"database unreachable for {a.db_outage_s:g}s")
+
+    def _kill_worker(self, t0: float) -> None:
+        stats = self.runner.stats(timeout_s=1.0)
+        self.nodes.update(s["node_id"] for s in stats)
+        if not stats:
+            return
+        victim = stats[self.worker_kills % len(stats)]
+        try:
+            os.kill(victim["pid"], signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        self.worker_kills += 1
+        self._note(t0, f"ray worker pid {victim['pid']} on node {victim['node_id'][:8]} killed")
+
+
+def create_database(server_url: str) -> str:
+    name = f"arena_chaos_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(_libpq(server_url), autocommit=True, connect_timeout=5) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
+def drop_database(server_url: str, name: str) -> None:
+    with psycopg.connect(_libpq(server_url), autocommit=True, connect_timeout=5) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _libpq(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def duplicated(sessions) -> int:
+    """Surplus match rows, matches without one participant per seat, surplus rating events."""
+    M, P, E = models.Match, models.MatchParticipant, models.RatingEvent
+    with sessions() as s:
+        rows = s.scalar(select(func.count()).where(M.env_id == ENV))
+        distinct = s.scalar(select(func.count(func.distinct(M.id))).where(M.env_id == ENV))
+        per_match = select(P.match_seq, func.count().label("n")).group_by(P.match_seq).subquery()
+        bad_participants = s.scalar(select(func.count()).select_from(M).join(
+            per_match, per_match.c.match_seq == M.seq, isouter=True).where(
+            M.env_id == ENV, func.coalesce(per_match.c.n, 0) != 2))
+        events = s.scalar(select(func.count()).select_from(E).join(M, M.seq == E.match_seq)
+                          .where(M.env_id == ENV))
+        rated = s.scalar(select(func.count()).where(M.env_id == ENV, M.rated.is_(True)))
+    return (rows - distinct) + bad_participants + max(0, events - 2 * rated)
+
+
+def recorded_ids(sessions) -> set[str]:
+    with sessions() as s:
+        return set(s.scalars(select(models.Match.id).where(models.Match.env_id == ENV)))
+
+
+def pool_intact(services, shas: list[str]) -> bool:
+    """Every snapshot reads back with the right hash; the pool lists all of them."""
+    for sha in shas:
+        weights, _ = services.pool.get(sha)
+        if hashlib.sha256(weights).hexdigest() != sha:
+            return False
+    return set(services.pool.list(POOL)) == set(shas)
+
+
+def ray_leaked(timeout_s: float = 20.0) -> bool:
+    """Whether CPUs are still held after the workers were killed (waits for release)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if ray.available_resources().get("CPU", 0.0) >= ray.cluster_resources().get("CPU", 0.0):
+            return False
+        time.sleep(0.5)
+    return True
+
+
+def run(args) -> dict:
+    data_dir = Path(tempfile.mkdtemp(prefix="arena-chaos-"))
+    server = make_url(args.postgres_url)
+    name = create_database(args.postgres_url)
+    proxy = TcpProxy(server.host or "127.0.0.1", server.port or 5432).start()
+    db_url = server.set(host="127.0.0.1", port=proxy.port, database=name).render_as_string(hide_password=False)
+    redis = EmbeddedRedis(data_dir / "redis").start()
+    cluster = LocalRayCluster(nodes=args.nodes, cpus_per_node=args.cpus_per_node)
+    try:
+        cluster.start()
+        cluster.connect()
+        settings = Settings(data_dir=data_dir, database_url=db_url, redis_url=redis.url)
+        with open_services(settings) as services:
+            shas = []
+            for i in range(args.neural):
+                state, spec = random_init_checkpoint(ENV, "mlp", {"hidden": [32]}, seed=i, name=f"mlp-{i}")
+                shas.append(services.pool.put(serialize_weights(state), spec, pool=POOL))
+            ladder = Ladder(services.sessions, LadderConfig(ENV, batch_size=args.batch_size, seed=args.seed,
+                                                            max_rate=args.max_rate, db_retry_s=60.0))
+            ladder.add_agents([AgentSource(key=b, builtin=b) for b in BUILTINS], kind="builtin")
+            ladder.add_agents([AgentSource(key=f"mlp-{s[:12]}", snapshot=s) for s in shas], kind="neural")
+            runner = RayMatchRunner(args.workers, snapshots_factory=services.snapshot_cache_factory())
+            tap = Tap(runner)
+            chaos = Chaos(runner, redis, proxy, args)
+            start = time.perf_counter()
+            chaos.start()
+
+            def report(p) -> None:
+                if p.batches % 10 == 0:
+                    log.info("recorded %d / %d (%d redispatched batches)", p.recorded, args.matches,
+                             runner.redispatched)
+
+            progress, attempts = None, 0
+            while True:  # as the service does: a failed round leaves its matches queued
+                attempts += 1
+                try:
+                    progress = ladder.run(tap, args.matches if progress is None else 0, on_progress=report)
+                    break
+                except ArenaError as exc:
+                    if attempts >= 3:
+                        raise
+                    log.warning("ladder run failed (%s); resuming from the queue", exc)
+            elapsed = time.perf_counter() - start
+            chaos.stop.set()
+            chaos.join()
+            chaos.nodes.update(s["node_id"] for s in runner.stats(timeout_s=5.0))
+            redispatched = runner.redispatched
+            runner.close()
+            leaked = ray_leaked()
+            stored = recorded_ids(services.sessions)
+            with services.sessions() as s:
+                queue_left = repo.queue_depth(s)
+            report_ = rebuild_ratings(services.sessions, ladder.spec, ladder.env)
+            out = {
+                "scheduled": len(tap.ids), "recorded": len(stored & tap.ids),
+                "lost": len(tap.ids - stored), "duplicated": duplicated(services.sessions) + len(stored - tap.ids),
+                "worker_kills": chaos.worker_kills, "redis_restarts": chaos.redis_restarts,
+                "db_outage_s": chaos.db_outage_s, "ratings_match_rebuild": report_.equal,
+                "pool_intact": pool_intact(services, shas), "ray_resources_leaked": leaked,
+                "queue_left": queue_left, "redispatched_batches": redispatched, "nodes": len(chaos.nodes),
+                "runs": attempts, "seconds": round(elapsed, 1),
+            }
+            return out | {"_events": chaos.events}
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        cluster.stop()
+        redis.stop()
+        proxy.stop()
+        drop_database(args.postgres_url, name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--matches", type=int, default=20_000)
+    parser.add_argument("--batch-size", type=int, default=250)
+    parser.add_argument("--max-rate", type=float, default=400.0, help="dispatched matches/s (pacing)")
+    parser.add_argument("--nodes", type=int, default=2)
+    parser.add_argument("--cpus-per-node", type=float, default=1)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--neural", type=int, default=4, help="MLP snapshots in the pool")
+    parser.add_argument("--kill-every", type=float, default=5.0, help="seconds between worker kills (0: none)")
+    parser.add_argument("--redis-kill-at", type=float, default=12.0, help="seconds into the run (<0: never)")
+    parser.add_argument("--redis-down-s", type=float, default=3.0)
+    parser.add_argument("--db-outage-at", type=float, default=22.0, help="seconds into the run (<0: never)")
+    parser.add_argument("--db-outage-s", type=float, default=10.0)
+    parser.add_argument("--postgres-url", default=os.environ.get(
+        "ARENA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    log.setLevel(logging.INFO)
+    out = run(args)
+    events = out.pop("_events")
+    print("fault timeline:")
+    for line in events:
+        print(f"  {line}")
+    print(f"{'':<28}{'value':>10}")
+    for key, value in out.items():
+        print(f"{key:<28}{value!s:>10}")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
