@@ -179,12 +179,14 @@ class Ladder:
             progress.scheduled += n
             yield MatchBatch(self.spec.env_id, jobs, self.sources, batch_id=b)
 
-    def _paced(self, batches: Iterable[MatchBatch]) -> Iterator[MatchBatch]:
-        """``batches``, dispatched no faster than ``max_rate`` matches per second."""
+    def _paced(self, batches: Iterable[MatchBatch], stop: Callable[[], bool]) -> Iterator[MatchBatch]:
+        """``batches``, dispatched no faster than ``max_rate`` matches per second, until ``stop()``."""
         rate, start, sent = self.config.max_rate, time.monotonic(), 0
         for batch in batches:
             if rate:
                 time.sleep(max(0.0, start + sent / rate - time.monotonic()))
+            if stop():
+                return
             sent += len(batch.jobs)
             yield batch
 
@@ -193,8 +195,12 @@ class Ladder:
             return repo.count_matches(session, self.spec.env_id)
 
     def run(self, runner: MatchRunner, matches: int,
-            on_progress: Callable[[LadderProgress], None] | None = None) -> LadderProgress:
+            on_progress: Callable[[LadderProgress], None] | None = None,
+            stop: Callable[[], bool] = lambda: False) -> LadderProgress:
         """Dispatch what the queue holds, then play and record ``matches`` new rated matches.
+
+        Once ``stop()`` is true nothing more is dispatched and the run returns after the
+        batch being recorded; matches still in flight stay queued for the next run.
 
         Raises:
             ServiceUnavailable: The database stayed unreachable for ``db_retry_s``; every
@@ -204,7 +210,7 @@ class Ladder:
             raise ValueError("add at least two agents before running the ladder")
         progress = LadderProgress()
         batches = itertools.chain(self._resumed_batches(progress), self._batches(matches, progress))
-        for batch, records in runner.run(self._paced(batches)):
+        for batch, records in runner.run(self._paced(batches, stop)):
             outcome = self.recorder.record(records, self.agent_ids)
             self.book.standings.update(outcome.book.standings)
             progress.recorded += outcome.inserted
@@ -216,6 +222,9 @@ class Ladder:
                 progress.terminations[r.termination] = progress.terminations.get(r.termination, 0) + 1
             if on_progress:
                 on_progress(progress)
+            if stop():
+                log.info("%s ladder stopping; %d matches stay queued", self.spec.env_id, progress.in_flight)
+                break
         set_in_flight(self.spec.env_id, 0)
         self._db(self._update_statuses, "updating agent statuses")
         return progress

@@ -303,14 +303,27 @@ class EmbeddedRedis:
                 "process; share that server by setting ARENA_REDIS_URL, or use a different "
                 "ARENA_DATA_DIR"
             ) from None
+        self._lock_fd = fd
         orphan = _live_orphan(self.directory)
         if orphan is not None:
-            os.close(fd)
-            raise RedisUnavailable(
-                f"an embedded Redis server (pid {orphan}) left by a previous Arena process is "
-                f"still running on {self.directory}; stop it (kill {orphan}) and start again"
-            )
-        self._lock_fd = fd
+            # Ours beyond doubt: valkey-server running in our data directory, and no live
+            # Arena process holds the directory lock (its owner died, e.g. SIGKILL).
+            log.warning("stopping the embedded Redis (pid %d) a killed Arena process left on %s",
+                        orphan, self.directory)
+            self._stop_orphan(orphan)
+
+    def _stop_orphan(self, pid: int, timeout_s: float = 10.0) -> None:
+        """SIGTERM (the server fsyncs its AOF and exits), SIGKILL if it will not."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while _live_orphan(self.directory) == pid:
+            if time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                time.sleep(0.2)
+                break
+            time.sleep(0.05)
 
     def _release_lock(self) -> None:
         if self._lock_fd is not None:

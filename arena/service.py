@@ -175,7 +175,7 @@ class ArenaService:
                             LadderConfig(env_id, batch_size=self.config.batch_size, seed=int(time.time())))
             self.ladders[env_id] = ladder
         ladder.sync_agents([agent_source(a) for a in agents])
-        return ladder.run(self.runner, self.config.batch_size).recorded
+        return ladder.run(self.runner, self.config.batch_size, stop=self._stop.is_set).recorded
 
     def sample_metrics(self) -> None:
         """Queue depths (submissions, matches per env) and live workers, for ``/metrics``."""
