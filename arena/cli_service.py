@@ -205,12 +205,14 @@ def serve(
     import uvicorn
 
     from arena.api.app import create_app
+    from arena.logs import configure_logging
     from arena.runners import InProcessRunner
     from arena.service import ArenaService, ServiceConfig, seed_demo
     from arena.services import open_services
     from arena.settings import get_settings
 
     settings = get_settings()
+    configure_logging(settings.log_format, settings.log_level)
     console = _console()
     try:
         with open_services(settings) as services:
@@ -229,7 +231,7 @@ def serve(
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
             try:
                 uvicorn.run(create_app(services), host=host or settings.host, port=port or settings.port,
-                            log_level="warning")
+                            log_level="warning", log_config=None)  # our handler and format
             finally:
                 service.stop()
                 runner.close()

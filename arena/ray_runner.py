@@ -134,7 +134,9 @@ class RayMatchRunner:
                     # The actor is being restarted: send it nothing for a moment.
                     self._resting[index] = time.monotonic() + RESTART_GRACE_S
                     log.warning("batch %d lost (%s); re-dispatching its %d matches with the same ids",
-                                batch.batch_id, type(exc).__name__, len(batch.jobs))
+                                batch.batch_id, type(exc).__name__, len(batch.jobs),
+                                extra={"env": batch.env_id, "batch": batch.batch_id,
+                                       "first_match_id": batch.jobs[0].match_id if batch.jobs else None})
                     retry.append(batch)
                     continue
                 yield batch, records

@@ -128,7 +128,17 @@ class MatchRecorder:
                       rating_seconds=rating_seconds)
         duplicates = len(records) - len(fresh)
         if duplicates:
-            log.info("%d of %d match results were already recorded; ignored", duplicates, len(records))
+            log.info("%d of %d match results were already recorded; ignored", duplicates, len(records),
+                     extra={"env": spec.env_id, "duplicates": duplicates})
+        if fresh:
+            log.debug("recorded %d matches", len(fresh), extra={
+                "env": spec.env_id, "seq_first": fresh[0][0], "seq_last": fresh[-1][0]})
+        for seq, rec in fresh:
+            if rec.forfeit_seat is not None:
+                agent = rec.seats[rec.forfeit_seat]
+                log.info("match forfeited: %s", rec.detail or rec.termination, extra={
+                    "env": spec.env_id, "match_id": rec.match_id, "match_seq": seq, "agent": agent,
+                    "agent_id": agent_ids.get(agent), "reason": rec.termination})
         return RecordOutcome(inserted=len(fresh), duplicates=duplicates, book=book)
 
 

@@ -120,6 +120,8 @@ class ArenaService:
     def _set_status(self, agent_id: int, status: str, reason: str = "") -> None:
         with self.services.sessions.begin() as session:
             repo.set_agent_status(session, agent_id, status, reason)
+        log.info("agent %d is %s", agent_id, status, extra={"agent_id": agent_id, "status": status,
+                                                             **({"reason": reason} if reason else {})})
 
     def validate(self, agent: repo.AgentInfo) -> None:
         """Validate one queued agent: it ends in ``placement`` or ``rejected`` (with the reason)."""

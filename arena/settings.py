@@ -10,6 +10,8 @@ Every field has a default that works on a fresh machine::
     ARENA_MAX_UPLOAD_BYTES    64 MiB
     ARENA_SNAPSHOT_CACHE_SIZE 32 policies per worker
     ARENA_ADMIN_TOKEN         unset: admin endpoints disabled
+    ARENA_LOG_FORMAT          text (json: one object per line, with match/agent ids)
+    ARENA_LOG_LEVEL           INFO
     ARENA_HOST / ARENA_PORT   127.0.0.1 / 8000
 
 There is no module-level settings object: :func:`get_settings` builds one from the
@@ -23,7 +25,7 @@ import logging
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -70,6 +72,12 @@ class Settings(BaseSettings):
     page_cache_s: float = Field(
         default=0.5, ge=0.0, le=60.0,
         description="Seconds a served leaderboard page may be reused (0: always fresh).",
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="Service logs: text for people, json (one object per line) for pipelines."
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="Lowest level the service logs."
     )
     admin_token: SecretStr | None = Field(
         default=None, description="Bearer token for admin endpoints; unset disables them."

@@ -69,3 +69,25 @@ def test_a_submission_that_forfeits_is_rejected_with_the_reason(services):
     assert agent.status == "rejected"
     assert "invalid_output" in agent.status_reason
     service.stop()
+
+
+def test_service_samples_queue_depths_and_live_workers_into_the_metrics(services):
+    from arena.db.repositories import QueuedJob
+    from arena.metrics import default_metrics
+
+    seed_demo(services, ("tictactoe-v3",), neural_per_env=1)  # one neural agent queued
+    with services.sessions.begin() as session:
+        repo.enqueue_matches(session, "tictactoe-v3", "run:0",
+                             [QueuedJob(f"00000000-0000-0000-0000-00000000000{i}", "run:0", i, ("random", "random"))
+                              for i in range(3)])
+
+    class Runner(InProcessRunner):
+        def stats(self):
+            return [{"pid": 1, "snapshot_cache": None}, {"pid": 2, "snapshot_cache": None}]
+
+    service = ArenaService(services, Runner(), ServiceConfig(envs=("tictactoe-v3",)))
+    service.sample_metrics()
+    registry = default_metrics().registry
+    assert registry.get_sample_value("arena_queue_depth") == 1
+    assert registry.get_sample_value("arena_matches_queued", {"env": "tictactoe-v3"}) == 3
+    assert registry.get_sample_value("arena_workers_alive") == 2
