@@ -183,7 +183,7 @@ def test_real_ray_worker_stats_feed_workers_alive(ray_cluster) -> None:
     metrics = ArenaMetrics()
     runner = RayMatchRunner(num_workers=2)
     try:
-        observe_worker_stats(runner.stats(), metrics=metrics)
+        observe_worker_stats(runner.stats(timeout_s=120), metrics=metrics)  # wait for both to start
     finally:
         runner.close()
     assert value(scrape(metrics), "arena_workers_alive") == 2
