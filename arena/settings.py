@@ -71,7 +71,8 @@ class Settings(BaseSettings):
     )
     page_cache_s: float = Field(
         default=0.5, ge=0.0, le=60.0,
-        description="Seconds a served leaderboard page may be reused (0: always fresh).",
+        description="Seconds a served leaderboard or newest match-history page may be reused "
+        "(0: always fresh).",
     )
     log_format: Literal["text", "json"] = Field(
         default="text", description="Service logs: text for people, json (one object per line) for pipelines."

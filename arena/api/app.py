@@ -58,6 +58,7 @@ def create_app(services: Services | None = None, *, start_background: bool = Fal
                 app.state.api = ApiState(stack.enter_context(open_services(get_settings())))
                 app.state.services = app.state.api.services
                 stack.callback(_forget_services, app)
+            stack.callback(app.state.api.close)
             if start_background:
                 _start_background(stack, app.state.api.services)
             # Move everything loaded so far (torch, SQLAlchemy, ...: millions of objects)

@@ -4,8 +4,7 @@ A board is every rated agent of an (env, role), ranked by ``mu - 3 sigma``, with
 agent's rank range from the 95% intervals of everyone on it (:mod:`league.ranking`).
 Ranges need the whole board, so it lives in memory in a :class:`BoardCache`, stamped
 with the env's :func:`~arena.db.repositories.board_version` (newest match seq, newest
-agent update). A request costs that marker query, a slice, and one primary-key lookup
-per shown row for its last match time.
+agent update). A request costs that marker query and a slice.
 
 When the marker moves (a ladder recorded a batch, a status changed) the board is not
 reloaded: only the rows of agents rated or updated since the stamped version are
@@ -13,7 +12,9 @@ re-read (:func:`~arena.db.repositories.board_changes`, one statement) and merged
 so a live ladder does not turn every poll into a full reload. A full reload happens
 on first use and after ``max_age_s`` (which also picks up a rating rebuild, the one
 change the marker cannot see). One request per board refreshes it at a time; the others wait
-for its result rather than repeating the work.
+for its result rather than repeating the work. Every board object carries a unique
+``stamp``: a page rendered from a board is valid exactly as long as that board is the
+current one, so rendered pages are cached under it (:class:`arena.api.state.PageCache`).
 
 Payoff matrices need a join over the match log, which is slow for agents with many
 matches, so a computed matrix is served for at least ``min_age_s`` even if new
@@ -22,11 +23,13 @@ matches arrived meanwhile.
 
 from __future__ import annotations
 
+import itertools
+import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -40,6 +43,7 @@ OFF_BOARD = ("retired", "rejected")
 """Statuses whose agents are left off leaderboards (their history stays)."""
 
 V = TypeVar("V")
+_stamps = itertools.count(1)  # itertools.count is atomic under the GIL
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,8 @@ class Board:
     Attributes:
         version: The ``board_version`` marker the rows are current for (``None``:
             unknown, never refreshed incrementally).
+        stamp: Unique to this object (``replace`` draws a new one): identifies what a
+            page rendered from it shows.
     """
 
     rows: list[repo.BoardRow]
@@ -57,6 +63,7 @@ class Board:
     ci_low: list[float]
     ci_high: list[float]
     version: tuple[Any, ...] | None = None
+    stamp: int = field(init=False, compare=False, default_factory=lambda: next(_stamps))
 
 
 def build_board(rows: list[repo.BoardRow], version: tuple[Any, ...] | None = None) -> Board:
@@ -92,8 +99,22 @@ class BoardCache:
     def __init__(self, max_age_s: float = 300.0, max_entries: int = 64) -> None:
         self.max_age_s, self.max_entries = max_age_s, max_entries
         self._boards: OrderedDict[tuple[str, str], tuple[float, Board]] = OrderedDict()
+        self._checked: dict[tuple[str, str], float] = {}  # when each board was last found current
         self._key_locks: dict[tuple[str, str], threading.Lock] = {}
         self._lock = threading.Lock()
+
+    def recent(self, env_id: str, role: str, within_s: float) -> Board | None:
+        """The board of ``env_id``/``role`` if found current less than ``within_s`` ago.
+
+        No query: callers that may serve data up to ``within_s`` old skip the version
+        check (and, with a page cached under the board's stamp, the database).
+        """
+        board, _ = self._current((env_id, role))
+        return board if board is not None and self.checked_age(env_id, role) < within_s else None
+
+    def checked_age(self, env_id: str, role: str) -> float:
+        """Seconds since the board of ``env_id``/``role`` was last found current."""
+        return time.monotonic() - self._checked.get((env_id, role), -math.inf)
 
     def _current(self, key: tuple[str, str]) -> tuple[Board | None, float]:
         """The cached board of ``key`` and when it was loaded in full (``None`` if too old)."""
@@ -111,15 +132,18 @@ class BoardCache:
             version: tuple[Any, ...] | None = None) -> Board:
         """The board of ``env_id``/``role`` as of ``version`` (read now if not given)."""
         key = (env_id, role)
+        checked = time.monotonic()  # before the version is read: found current as of now
         version = version if version is not None else repo.board_version(session, env_id)
         board, _ = self._current(key)
         if board is not None and board.version == version:
+            self._checked[key] = checked
             return board
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:  # one refresher per board; the others then find its result
             board, loaded = self._current(key)
             if board is not None and board.version == version:
+                self._checked[key] = checked
                 return board
             if board is None:
                 loaded = time.monotonic()
@@ -128,15 +152,18 @@ class BoardCache:
                 board = refresh_board(session, board, env_id, role, version)
             with self._lock:
                 self._boards[key] = (loaded, board)
+                self._checked[key] = checked
                 self._boards.move_to_end(key)
                 while len(self._boards) > self.max_entries:
                     dropped, _ = self._boards.popitem(last=False)
                     self._key_locks.pop(dropped, None)
+                    self._checked.pop(dropped, None)
             return board
 
     def clear(self) -> None:
         with self._lock:
             self._boards.clear()
+            self._checked.clear()
 
 
 class VersionedCache(Generic[V]):
@@ -188,14 +215,10 @@ def load_board(session: Session, cache: BoardCache, env_id: str, role: str,
     return cache.get(session, env_id, role, version)
 
 
-def board_page(session: Session, board: Board, limit: int, offset: int) -> list[dict[str, Any]]:
+def board_page(board: Board, limit: int, offset: int) -> list[dict[str, Any]]:
     """Rows ``offset .. offset + limit`` of ``board`` as ``LeaderboardRow`` dicts."""
-    stop = min(offset + limit, len(board.rows))
-    shown = range(offset, stop)
-    seqs = [board.rows[i].last_match_seq for i in shown if board.rows[i].last_match_seq is not None]
-    times = repo.match_times(session, seqs) if seqs else {}
     out = []
-    for i in shown:
+    for i in range(offset, min(offset + limit, len(board.rows))):
         r = board.rows[i]
         out.append({
             "rank": i + 1, "rank_lo": board.rank_lo[i], "rank_hi": board.rank_hi[i],
@@ -204,7 +227,7 @@ def board_page(session: Session, board: Board, limit: int, offset: int) -> list[
             "ci_low": board.ci_low[i], "ci_high": board.ci_high[i], "games": r.games,
             "wins": r.wins, "draws": r.draws, "losses": r.losses,
             "win_rate": (r.wins + 0.5 * r.draws) / r.games if r.games else None,
-            "last_match_at": times.get(r.last_match_seq),
+            "last_match_at": r.last_match_at,
         })
     return out
 

@@ -1,14 +1,30 @@
-"""What the API keeps between requests: the services plus its caches."""
+"""What the API keeps between requests: the services plus its caches.
+
+Hot read endpoints (leaderboard and match-history pages) are served as response
+bytes from a :class:`PageCache`, straight from the event loop, with no database
+round trip, thread hop or response model. A miss runs its read through
+:meth:`ApiState.read` (on SQLite, on one reader thread: see there).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import math
 import threading
 import time
-from collections.abc import Hashable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from arena.api.boards import BoardCache, VersionedCache
+from arena.db import repositories as repo
+from arena.db.repositories.dialect import dialect_name
 from arena.services import Services
 from arena.snapshot_cache import SnapshotCache
 
@@ -17,33 +33,82 @@ BOARD_MAX_AGE_S = 300.0
 # A payoff matrix (a join over the match log) is recomputed at most this often.
 PAYOFF_MIN_AGE_S = 10.0
 
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
 
 class PageCache:
-    """Serialized responses of hot read endpoints, reused for ``fresh_s`` seconds.
+    """Serialized response bodies by request, least recently used dropped first.
 
-    The leaderboard is derived data that changes a few times a second while ladders
-    run; serving the same page bytes for half a second lets 32 concurrent readers
-    be answered from the event loop without a database round trip or a thread hop.
+    Each entry is valid until its optional deadline; entries that never change (a
+    page rendered from one board, an older page of the match log) have none and stay
+    until pushed out by ``max_bytes`` of newer ones.
     """
 
-    def __init__(self, fresh_s: float = 0.5, max_entries: int = 1024) -> None:
-        self.fresh_s = fresh_s
-        self.max_entries = max_entries
-        self._pages: dict[Hashable, tuple[float, bytes]] = {}
+    def __init__(self, max_bytes: int = 32 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self._pages: OrderedDict[Hashable, tuple[float, bytes]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()  # misses are filled from worker threads
 
     def get(self, key: Hashable) -> bytes | None:
-        hit = self._pages.get(key)
-        if hit is None or time.monotonic() - hit[0] > self.fresh_s:
-            return None
-        return hit[1]
+        with self._lock:
+            hit = self._pages.get(key)
+            if hit is None:
+                return None
+            if time.monotonic() >= hit[0]:
+                self._drop(key)
+                return None
+            self._pages.move_to_end(key)
+            return hit[1]
 
-    def put(self, key: Hashable, body: bytes) -> None:
-        if len(self._pages) >= self.max_entries:
-            self._pages.pop(next(iter(self._pages)))
-        self._pages[key] = (time.monotonic(), body)
+    def put(self, key: Hashable, body: bytes, fresh_s: float = math.inf) -> None:
+        """Keeps ``body`` for ``key`` for ``fresh_s`` seconds (not at all if that is 0)."""
+        if fresh_s <= 0 or len(body) > self.max_bytes:
+            return
+        with self._lock:
+            if key in self._pages:
+                self._drop(key)
+            self._pages[key] = (time.monotonic() + fresh_s, body)
+            self._bytes += len(body)
+            while self._bytes > self.max_bytes:
+                self._drop(next(iter(self._pages)))
+
+    def _drop(self, key: Hashable) -> None:
+        self._bytes -= len(self._pages.pop(key)[1])
 
     def clear(self) -> None:
-        self._pages.clear()
+        with self._lock:
+            self._pages.clear()
+            self._bytes = 0
+
+
+class AgentIds:
+    """``(env, key) -> agent id`` of the agents found so far, the earliest found dropped
+    first past ``max_entries``.
+
+    Agents are never deleted and their keys never change, so a found id stays right;
+    keys not found are looked up again next time.
+    """
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self.max_entries = max_entries
+        self._ids: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def lookup(self, session: Session, env_id: str, keys: set[str]) -> dict[str, int]:
+        """``{key: id}`` of the existing agents ``keys`` of ``env_id``."""
+        with self._lock:
+            found = {k: self._ids[(env_id, k)] for k in keys if (env_id, k) in self._ids}
+        missing = keys - found.keys()
+        if missing:
+            loaded = repo.agent_ids_for_keys(session, env_id, missing)
+            found.update(loaded)
+            with self._lock:
+                self._ids.update(((env_id, k), i) for k, i in loaded.items())
+                while len(self._ids) > self.max_entries:
+                    self._ids.popitem(last=False)
+        return found
 
 
 @dataclass
@@ -54,6 +119,13 @@ class ApiState:
         services: Database, Redis and snapshot pool.
         boards: Leaderboards by (env, role).
         payoffs: Payoff matrices by (env, role, top).
+        pages: Rendered leaderboard and match-history pages.
+        agent_ids: Agent ids by (env, key), for match listings.
+        fresh_s: How old served data may be (``ARENA_PAGE_CACHE_S``).
+        newest_match_seq: The newest match seq a read has returned. Every match with
+            a smaller seq is committed already (seq order is commit order, see
+            :mod:`arena.db.repositories.matches`), so a page of the log before it is
+            final.
     """
 
     services: Services
@@ -61,12 +133,63 @@ class ApiState:
     payoffs: VersionedCache[dict[str, Any]] = field(
         default_factory=lambda: VersionedCache(max_age_s=BOARD_MAX_AGE_S, min_age_s=PAYOFF_MIN_AGE_S)
     )
-    pages: PageCache = field(init=False)
+    pages: PageCache = field(default_factory=PageCache)
+    agent_ids: AgentIds = field(default_factory=AgentIds)
+    fresh_s: float = field(init=False)
+    newest_match_seq: int = 0
+    _sqlite: bool = field(init=False, repr=False)
+    _reader: ThreadPoolExecutor | None = field(default=None, repr=False)
+    _ahead: dict[Hashable, asyncio.Future[Any]] = field(default_factory=dict, repr=False)
     _policies: SnapshotCache | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
-        self.pages = PageCache(fresh_s=self.services.settings.page_cache_s)
+        self.fresh_s = self.services.settings.page_cache_s
+        with self.services.sessions() as session:  # no connection is opened for this
+            self._sqlite = dialect_name(session) == "sqlite"
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, a short database read, off the event loop.
+
+        On SQLite every read of this app runs on one thread of its own. The reads
+        are in-process CPU work, so more threads would not run them faster: they
+        would pass the GIL back and forth between every row (the driver releases it
+        around each ``sqlite3_step``), and with the anyio pool's 40 threads that
+        hand-off cost tens of milliseconds a page. Off the loop, a read waiting on
+        the disk does not hold up the pages served from the cache meanwhile. Reads
+        from a database server wait on the network, so they share the thread pool.
+        """
+        if not self._sqlite:
+            return await run_in_threadpool(fn, *args)
+        if self._reader is None:  # only the event loop's thread gets here
+            self._reader = ThreadPoolExecutor(1, thread_name_prefix="arena-reads")
+        return await asyncio.get_running_loop().run_in_executor(self._reader, fn, *args)
+
+    def close(self) -> None:
+        """Stops the reader thread after its current read (a later read starts another)."""
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.shutdown(wait=True, cancel_futures=True)
+
+    def read_ahead(self, key: Hashable, fn: Callable[..., Any], *args: Any) -> None:
+        """Starts ``fn(*args)`` like :meth:`read`, without waiting for it.
+
+        Nothing is started while the read started under the same ``key`` still runs.
+        """
+        if key in self._ahead:
+            return
+        task = asyncio.ensure_future(self.read(fn, *args))
+        self._ahead[key] = task
+        task.add_done_callback(lambda done: self._read_ahead_done(key, done))
+
+    def _read_ahead_done(self, key: Hashable, task: asyncio.Future[Any]) -> None:
+        self._ahead.pop(key, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("read ahead %r failed", key, exc_info=task.exception())
+
+    def saw_match(self, seq: int) -> None:
+        """Notes that a read returned match ``seq``."""
+        self.newest_match_seq = max(self.newest_match_seq, seq)  # a race keeps a smaller one: safe
 
     @property
     def policies(self) -> SnapshotCache:

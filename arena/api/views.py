@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -17,6 +17,8 @@ from arena.db import repositories as repo
 from league.ladder import DEFAULT_TARGET_SIGMA
 from league.matchmaking import expected_matches_to_sigma
 from league.ratings import MU, SIGMA, Rating, RatingEnv
+
+AgentIdLookup = Callable[[Session, str, set[str]], Mapping[str, int]]
 
 WAITING = ("queued", "validating")
 NOT_PLAYING = ("rejected", "retired")
@@ -82,19 +84,28 @@ def agents_public(session: Session, agents: Sequence[repo.AgentInfo]) -> list[di
 
 
 def match_summaries(
-    session: Session, matches: Sequence[repo.StoredMatch], *, full: bool = False
+    session: Session, matches: Sequence[repo.StoredMatch], *, full: bool = False,
+    agent_ids: AgentIdLookup = repo.agent_ids_for_keys,
 ) -> list[dict[str, Any]]:
-    """``MatchSummary`` (or with ``full``, ``MatchPublic``) dicts of ``matches``."""
+    """``MatchSummary`` (or with ``full``, ``MatchPublic``) dicts of ``matches``.
+
+    Values have the response model's types (scores are floats), so a list of these
+    serializes to the same JSON with or without the model.
+
+    Args:
+        agent_ids: Looks up ``{key: id}`` of an env's agents (e.g. through a cache).
+    """
     keys_by_env: dict[str, set[str]] = {}
     for m in matches:
         keys_by_env.setdefault(m.env_id, set()).update(m.seats)
-    ids = {env: repo.agent_ids_for_keys(session, env, keys) for env, keys in keys_by_env.items()}
+    ids = {env: agent_ids(session, env, keys) for env, keys in keys_by_env.items()}
     out = []
     for m in matches:
         body: dict[str, Any] = {
             "id": m.id, "seq": m.seq, "env": m.env_id, "seats": list(m.seats),
-            "agent_ids": [ids[m.env_id].get(key) for key in m.seats], "scores": list(m.scores),
-            "winner": m.winner, "termination": m.termination, "created_at": m.created_at,
+            "agent_ids": [ids[m.env_id].get(key) for key in m.seats],
+            "scores": [float(s) for s in m.scores], "winner": m.winner,
+            "termination": m.termination, "created_at": m.created_at,
         }
         if full:
             body.update(seed=m.seed, weights=list(m.weights), actions=[list(a) for a in m.actions],

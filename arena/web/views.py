@@ -72,7 +72,7 @@ def leaderboard_data(
         state: The API's state (``app.state.api``) whose caches to share, if any.
     """
     board = load_board(session, env_id, role, state)
-    rows = boards.board_page(session, board, limit, 0)
+    rows = boards.board_page(board, limit, 0)
     for row in rows:
         row["last_match_at"] = iso(row["last_match_at"])
     return {"env": env_id, "role": role, "count": len(board.rows), "data": rows}

@@ -136,3 +136,39 @@ def test_retry_gives_up_with_a_clear_error_and_never_retries_real_errors():
     with pytest.raises(sa_exc.IntegrityError):
         retry_transient(wrong, timeout_s=5, what="x")
     assert len(calls) == 1
+
+
+def test_concurrent_recorders_of_one_env_keep_live_ratings_equal_to_a_rebuild(migrated_db_url):
+    """Two processes recording into the same env at once (e.g. ``arena serve`` and
+    ``arena ladder run``): live ratings are applied per commit, a rebuild replays by
+    sequence number; the match-log write lock keeps the two orders the same."""
+    import threading
+
+    from arena.engine import MatchJob
+    from arena.runners import MatchBatch
+
+    ladders = [_ladder(migrated_db_url) for _ in range(2)]
+    runner, rounds = InProcessRunner(), 12
+    played = [[next(iter(runner.run([MatchBatch(
+        "connect_four-v3", [MatchJob(seed=1000 * w + 50 * r + i, agents=(NAMES[i % 3], NAMES[(i + 1) % 3]))
+                            for i in range(50)], ladders[w].sources)])))[1] for r in range(rounds)]
+              for w in range(2)]
+    barrier, errors = threading.Barrier(2), []
+
+    def record(w: int) -> None:
+        try:
+            for records in played[w]:
+                barrier.wait()  # both transactions start together, every round
+                ladders[w].recorder.record(records, ladders[w].agent_ids)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=record, args=(w,)) for w in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    report = rebuild_ratings(ladders[0].sessions, ladders[0].spec, ladders[0].env)
+    assert report.matches == 2 * rounds * 50 and report.equal, report.mismatches[:5]

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.concurrency import run_in_threadpool
 
-from arena.api.boards import board_page, load_board
-from arena.api.state import ApiState
+from arena.api.boards import Board, board_page, load_board
 from arena.api.errors import error_responses
 from arena.api.schemas import LeaderboardPublic
+from arena.api.state import ApiState
 from envs.errors import InvalidParameter
 from envs.registry import get_spec
 
@@ -27,25 +26,32 @@ async def leaderboard(
 ) -> Response:
     """Agents best first by ``mu - 3 sigma``; retired and rejected agents are left off.
 
-    Pages are served from a half-second page cache straight from the event loop; a
-    miss builds the page on a worker thread (see ``arena.api.state.PageCache``).
+    The board's version is checked at most every ``ARENA_PAGE_CACHE_S`` seconds (in
+    the background once half of that has passed, so readers need not wait for it),
+    and a page is rendered once per board: within that window a page costs no
+    database work at all.
     """
     spec = get_spec(env)
     role = role or spec.roles[0]
     if role not in spec.roles:
         raise InvalidParameter(f"{env} has no role {role!r}; its roles: {', '.join(dict.fromkeys(spec.roles))}")
     state: ApiState = request.app.state.api
-    key = ("leaderboard", env, role, limit, offset)
+    board = state.boards.recent(env, role, state.fresh_s)
+    if board is None:
+        board = await state.read(_current_board, state, env, role, state.fresh_s)
+    elif state.boards.checked_age(env, role) >= state.fresh_s / 2:
+        state.read_ahead(("board", env, role), _current_board, state, env, role, state.fresh_s / 2)
+    key = ("leaderboard", board.stamp, limit, offset)
     body = state.pages.get(key)
     if body is None:
-        body = await run_in_threadpool(_leaderboard_body, state, env, role, limit, offset)
+        rows = board_page(board, limit, offset)
+        body = LeaderboardPublic(env=env, role=role, count=len(board.rows), data=rows).model_dump_json().encode()
         state.pages.put(key, body)
     return Response(body, media_type="application/json")
 
 
-def _leaderboard_body(state: ApiState, env: str, role: str, limit: int, offset: int) -> bytes:
+def _current_board(state: ApiState, env: str, role: str, checked_within_s: float) -> Board:
+    """The board, its version checked now unless a read queued before this one did so
+    less than ``checked_within_s`` ago."""
     with state.services.sessions() as session:
-        board = load_board(session, state.boards, env, role)
-        rows = board_page(session, board, limit, offset)
-        page = LeaderboardPublic(env=env, role=role, count=len(board.rows), data=rows)
-    return page.model_dump_json().encode()
+        return state.boards.recent(env, role, checked_within_s) or load_board(session, state.boards, env, role)

@@ -6,11 +6,12 @@ import re
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
-from fastapi.concurrency import run_in_threadpool
+from pydantic_core import to_json
 
 from arena.api.deps import SessionDep
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, MatchesPublic, MatchPublic
+from arena.api.state import ApiState
 from arena.api.views import match_summaries
 from arena.db import repositories as repo
 from envs.errors import InvalidParameter, UnknownMatch
@@ -38,22 +39,39 @@ async def list_matches(
     cursor: Annotated[str | None, Query(max_length=32)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> Response:
-    """Matches newest first; follow ``next_cursor`` for older ones."""
+    """Matches newest first; follow ``next_cursor`` for older ones.
+
+    Pages are served from the page cache: a newest page for ``ARENA_PAGE_CACHE_S``,
+    an older one (a cursor page, which cannot change) until it is pushed out.
+    """
     if env is not None:
         get_spec(env)
-    before = parse_cursor(cursor)
-    # One worker-thread hop for the whole request (no generator dependency).
-    body = await run_in_threadpool(_page_body, request.app.state.api.services, env, agent, before, limit)
+    state: ApiState = request.app.state.api
+    key = ("matches", env, agent, parse_cursor(cursor), limit)
+    body = state.pages.get(key)
+    if body is None:
+        body = await state.read(_page_body, state, key)
     return Response(body, media_type="application/json")
 
 
-def _page_body(services, env: str | None, agent: int | None, before: int | None, limit: int) -> bytes:
-    with services.sessions() as session:
+def _page_body(state: ApiState, key: tuple) -> bytes:
+    """Reads, renders and caches the page of ``key``."""
+    _, env, agent, before, limit = key
+    with state.services.sessions() as session:
         page = repo.match_history(session, env_id=env, agent_id=agent, before_seq=before, limit=limit,
                                   summary=True)
-        cursor_out = None if page.next_before_seq is None else str(page.next_before_seq)
-        out = MatchesPublic(data=match_summaries(session, page.matches), next_cursor=cursor_out)
-    return out.model_dump_json().encode()
+        data = match_summaries(session, page.matches, agent_ids=state.agent_ids.lookup)
+    cursor_out = None if page.next_before_seq is None else str(page.next_before_seq)
+    # Rendered without the response model: the summaries already have its types, and
+    # pydantic's serializer writes the same bytes (tests/api/test_pages.py checks).
+    body = to_json({"data": data, "next_cursor": cursor_out})
+    if before is None:
+        if page.matches:
+            state.saw_match(page.matches[0].seq)
+        state.pages.put(key, body, state.fresh_s)
+    elif before <= state.newest_match_seq and all(None not in m["agent_ids"] for m in data):
+        state.pages.put(key, body)  # final: see ApiState.newest_match_seq
+    return body
 
 
 @router.get("/matches/{match_id}", response_model=MatchPublic, responses=error_responses(404, 422))

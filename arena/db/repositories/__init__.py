@@ -51,7 +51,6 @@ from arena.db.repositories.matches import (
     iter_matches,
     match_history,
     match_row,
-    match_times,
 )
 from arena.db.repositories.queue import (
     QueuedJob,
@@ -100,7 +99,7 @@ __all__ = [
     "get_league_by_name", "get_match", "get_matches", "get_or_create_agents", "get_participants",
     "get_snapshot_weights", "get_user", "get_user_by_name", "hash_token", "head_to_head",
     "insert_matches", "insert_participants", "insert_rating_events", "iter_matches", "leaderboard",
-    "list_agents", "list_snapshots", "load_ratings", "match_history", "match_row", "match_times",
+    "list_agents", "list_snapshots", "load_ratings", "match_history", "match_row",
     "page_agents", "ping", "put_snapshot", "queue_depth", "queue_positions", "queued_matches",
     "rating_history", "rating_points", "revoke_api_token", "set_agent_status", "upsert_ratings",
     "user_for_token", "user_names",

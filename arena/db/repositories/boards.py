@@ -34,14 +34,18 @@ class BoardRow(NamedTuple):
     draws: int
     losses: int
     last_match_seq: int | None
+    last_match_at: datetime | None
 
 
 def board_select() -> Select:
-    """The columns of a :class:`BoardRow`: an agent's rating in one role joined to the agent."""
+    """The columns of a :class:`BoardRow`: an agent's rating in one role joined to the agent,
+    and the time of its last match (a primary-key lookup per row returned)."""
+    last_match_at = select(Match.created_at).where(Match.seq == AgentRating.last_match_seq)
     return select(
         AgentRating.agent_id, Agent.key, Agent.name, Agent.kind, Agent.status,
         AgentRating.mu, AgentRating.sigma, AgentRating.conservative, AgentRating.games,
         AgentRating.wins, AgentRating.draws, AgentRating.losses, AgentRating.last_match_seq,
+        last_match_at.scalar_subquery(),
     ).join(Agent, Agent.id == AgentRating.agent_id)
 
 

@@ -10,13 +10,14 @@ a smaller seq. (SQLite has a single writer anyway.)
 from __future__ import annotations
 
 import functools
+import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import JSON, TextClause, bindparam, func, select, text
+from sqlalchemy import JSON, Select, Text, TextClause, bindparam, cast, func, select, text
 from sqlalchemy.orm import Session
 
 from arena.db.base import UTCDateTime, utcnow
@@ -96,12 +97,27 @@ class Participant:
 
 _MATCH_COLUMNS = [getattr(Match, f) for f in StoredMatch.__dataclass_fields__]
 _REPLAY_FIELDS = ("weights", "actions", "detail")
-_SUMMARY_COLUMNS = [getattr(Match, f) for f in StoredMatch.__dataclass_fields__ if f not in _REPLAY_FIELDS]
+_SUMMARY_FIELDS = tuple(f for f in StoredMatch.__dataclass_fields__ if f not in _REPLAY_FIELDS)
 
 
-def _summary_match(row: Any) -> StoredMatch:
-    values = dict(zip((f for f in StoredMatch.__dataclass_fields__ if f not in _REPLAY_FIELDS), row))
-    return StoredMatch(**values, weights=[], actions=[], detail="")
+_SUMMARY_JSON = ("seats", "scores")
+
+
+def _summary_matches(rows: Sequence[Any]) -> list[StoredMatch]:
+    """Rows of the :data:`_SUMMARY_FIELDS` as matches with empty replay columns.
+
+    Their JSON columns come as text (see :func:`_history_stmt`) and are decoded with
+    one ``json.loads`` for the whole page: two per row cost more than the query itself.
+    """
+    values = json.loads("[" + ",".join(f"{row.seats},{row.scores}" for row in rows) + "]")
+    out = []
+    for row, seats, scores in zip(rows, values[::2], values[1::2], strict=True):
+        seq, id_, env_id, league_id, seed, _, _, winner, termination, forfeit_seat, rated, created = row
+        out.append(StoredMatch(seq, id_, env_id, league_id, seed, seats, [], [], scores, winner,
+                               termination, forfeit_seat, "", rated, created))
+    return out
+
+
 _INSERT_COLUMNS = tuple(c.key for c in Match.__table__.c if c.key not in ("seq", "created_at"))
 _INSERT_COLUMN_SET = frozenset(_INSERT_COLUMNS)
 _JSON_COLUMNS = ("seats", "weights", "actions", "scores")
@@ -295,32 +311,52 @@ def match_history(
     """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
-    columns = _SUMMARY_COLUMNS if summary else _MATCH_COLUMNS
-    stmt = select(*columns).order_by(Match.seq.desc()).limit(limit + 1)
-    if env_id is not None:
-        stmt = stmt.where(Match.env_id == env_id)
-    if before_seq is not None:
-        stmt = stmt.where(Match.seq < before_seq)
-    if agent_id is not None:
-        # Walk the (agent_id, match_seq DESC) index; an agent in several seats of one
-        # match (a team) is one match.
-        seqs = (
-            select(MatchParticipant.match_seq)
-            .where(MatchParticipant.agent_id == agent_id)
-            .distinct()
-            .order_by(MatchParticipant.match_seq.desc())
-            .limit(limit + 1)
-        )
-        if before_seq is not None:
-            seqs = seqs.where(MatchParticipant.match_seq < before_seq)
-        stmt = stmt.where(Match.seq.in_(seqs.scalar_subquery()))
+    stmt = _history_stmt(summary, env_id is not None, agent_id is not None, before_seq is not None)
+    params = {"env_id": env_id, "agent_id": agent_id, "before_seq": before_seq, "limit": limit + 1}
+    result = session.execute(stmt, {k: v for k, v in params.items() if v is not None})
     if summary:
-        rows = [_summary_match(row) for row in session.execute(stmt)]
+        rows = _summary_matches(result.all())
     else:
-        rows = [StoredMatch(*row) for row in session.execute(stmt)]
+        rows = [StoredMatch(*row) for row in result]
     if len(rows) > limit:
         return MatchPage(rows[:limit], rows[limit - 1].seq)
     return MatchPage(rows, None)
+
+
+@functools.lru_cache(maxsize=16)
+def _history_stmt(summary: bool, by_env: bool, by_agent: bool, paged: bool) -> Select:
+    """The :func:`match_history` statement for one combination of filters.
+
+    Built once with bound parameters, from the table's columns: a listing then skips
+    building the statement and the ORM's row handling, most of its cost after SQLite's.
+    A summary's JSON columns are read as text, for :func:`_summary_matches`.
+    """
+    table = Match.__table__.c
+    if summary:
+        columns = [cast(getattr(table, f), Text).label(f) if f in _SUMMARY_JSON else getattr(table, f)
+                   for f in _SUMMARY_FIELDS]
+    else:
+        columns = [getattr(table, f) for f in StoredMatch.__dataclass_fields__]
+    stmt = select(*columns).order_by(table.seq.desc()).limit(bindparam("limit"))
+    if by_env:
+        stmt = stmt.where(table.env_id == bindparam("env_id"))
+    if paged:
+        stmt = stmt.where(table.seq < bindparam("before_seq"))
+    if by_agent:
+        # Walk the (agent_id, match_seq DESC) index; an agent in several seats of one
+        # match (a team) is one match.
+        seat = MatchParticipant.__table__.c
+        seqs = (
+            select(seat.match_seq)
+            .where(seat.agent_id == bindparam("agent_id"))
+            .distinct()
+            .order_by(seat.match_seq.desc())
+            .limit(bindparam("limit"))
+        )
+        if paged:
+            seqs = seqs.where(seat.match_seq < bindparam("before_seq"))
+        stmt = stmt.where(table.seq.in_(seqs.scalar_subquery()))
+    return stmt
 
 
 def get_match(session: Session, match_id: str) -> StoredMatch | None:
@@ -346,12 +382,3 @@ def get_matches(session: Session, match_ids: Iterable[str]) -> list[StoredMatch]
         stmt = select(*_MATCH_COLUMNS).where(Match.id.in_(part))
         found.extend(StoredMatch(*row) for row in session.execute(stmt))
     return sorted(found, key=lambda m: m.seq)
-
-
-def match_times(session: Session, seqs: Iterable[int]) -> dict[int, datetime]:
-    """``{seq: created_at}`` of the given matches (primary-key lookups)."""
-    found: dict[int, datetime] = {}
-    for part in chunks(list(set(seqs))):
-        stmt = select(Match.seq, Match.created_at).where(Match.seq.in_(part))
-        found.update({seq: created for seq, created in session.execute(stmt)})
-    return found

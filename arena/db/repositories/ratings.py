@@ -156,9 +156,9 @@ def leaderboard(
     )
     if statuses is not None:
         stmt = stmt.where(Agent.status.in_(list(statuses)))
-    # A BoardRow's last field (last_match_seq) is not part of a leaderboard entry.
+    # A BoardRow's last two fields (its last match's seq and time) are not part of an entry.
     return [
-        LeaderboardEntry(offset + i + 1, *row[:-1]) for i, row in enumerate(session.execute(stmt))
+        LeaderboardEntry(offset + i + 1, *row[:-2]) for i, row in enumerate(session.execute(stmt))
     ]
 
 
