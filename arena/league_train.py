@@ -289,6 +289,13 @@ class LeagueTrainer:
         return {keys[by_id[aid]]: [r.mu, r.sigma] for (aid, _), r in stored.items()}
 
     # -- the loop --------------------------------------------------------------------
+    def _progress(self, trained: float, updates: int) -> float:
+        """Spent share of this run's budget (time, or ``max_updates`` when that ends it first)."""
+        spent = trained / (self.cfg.minutes * 60.0) if self.cfg.minutes > 0 else 1.0
+        if self.cfg.max_updates:
+            spent = max(spent, updates / self.cfg.max_updates)
+        return min(spent, 1.0)
+
     def run(self, on_progress: Callable[[LeagueProgress], None] | None = None) -> LeagueProgress:
         """Train until the time budget (or ``max_updates``) is spent, snapshot the learners, save."""
         from torch.utils.tensorboard import SummaryWriter
@@ -305,7 +312,8 @@ class LeagueTrainer:
                           for lr in self.state.learners}
                 for learner in self.state.learners:
                     before = len(self.state.snapshots)
-                    stats, infos[learner.name] = self._update(learner, frozen, trained / budget, writer)
+                    stats, infos[learner.name] = self._update(learner, frozen, self._progress(trained, updates),
+                                                              writer)
                     trained += stats.seconds
                     updates += 1
                     steps += stats.env_steps

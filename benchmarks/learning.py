@@ -2,9 +2,11 @@
 
 connect four:
 (a) ours: :class:`arena.league_train.LeagueTrainer` with one ``main`` learner (PFSP
-    over its past snapshots and the scripted baselines, no self-play) on the real
+    over its past snapshots and the scripted baselines, half of its games PFSP among
+    the baselines alone - :class:`LeagueConfig`'s default - and no self-play) on the real
     services (embedded Redis snapshot pool, SQLite) in a temporary data dir, for
-    ``--minutes`` of training on ``--threads`` torch threads; then the final weights,
+    ``--minutes`` of training (or ``--max-steps`` env steps) on ``--threads`` torch
+    threads; then the final weights,
     greedy (temperature 0), play 400 games against ``heuristic`` and 400 against
     ``random``, seats balanced (``plan_matches`` alternates them);
 (b) naive: what a competent person writes without our tricks (CleanRL's loop on an AEC
@@ -18,6 +20,7 @@ hide and seek: ``arena.hide_and_seek_learning.hide_and_seek_section(minutes)``
 adds its ``hs_*`` keys when that trainer exists (skipped otherwise).
 
     python benchmarks/learning.py [--minutes 10] [--naive-seconds 60] [--hs-minutes 10]
+    python benchmarks/learning.py --max-steps 30e6 --hs-minutes 0   # fixed work, for comparisons
 
 Prints a table, then one JSON line.
 """
@@ -27,10 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 # This folder holds ``league.py``, named like the ``league`` package: run as a script,
@@ -53,7 +58,6 @@ from arena.services import open_services
 from arena.settings import Settings
 from envs.connect_four import ConnectFourCore
 from envs.registry import get_spec
-from league.roles import RoleConfig
 
 ENV = "connect_four-v3"
 
@@ -66,14 +70,21 @@ def win_rate(policy: NeuralPolicy, opponent: str, games: int = 400, seed: int = 
     return sum(r.winner is not None and r.seats[r.winner] == policy.agent_id for r in records) / games
 
 
-def train_league(minutes: float, seed: int = 0) -> tuple[LeagueTrainer, float, dict]:
-    """Train a main agent on fresh services; returns the trainer, steps/s and the final numbers."""
+def train_league(minutes: float, seed: int = 0, max_steps: int | None = None) -> tuple[LeagueTrainer, float, dict]:
+    """Train a main agent on fresh services; returns the trainer, steps/s and the final numbers.
+
+    ``max_steps`` (env steps) replaces the time budget: the same work whatever else runs
+    on the machine, for comparing settings (the learning-rate schedule follows it too).
+    """
     data_dir = tempfile.mkdtemp(prefix="arena-learning-")
     # Self-play share 0 (AlphaStar: 0.35): within 10 minutes, games against a near-random
     # early self teach little; PFSP over the baselines and the past snapshots (fictitious
     # self-play) learned faster in our sweeps (0.71 vs 0.50 vs heuristic after 3 minutes).
     config = LeagueConfig(name="bench", env_id=ENV, roles=("main",), minutes=minutes, seed=seed,
-                          role_config=RoleConfig(self_play=0.0))
+                          role_config=replace(LeagueConfig().role_config, self_play=0.0))
+    if max_steps is not None:
+        per_update = config.ppo.num_envs * config.ppo.rollout_steps
+        config = replace(config, minutes=float("inf"), max_updates=max(1, math.ceil(max_steps / per_update)))
     with open_services(Settings(data_dir=data_dir)) as services:
         trainer = LeagueTrainer(services, config)
         result = trainer.run()
@@ -159,6 +170,8 @@ def hide_and_seek(minutes: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="training time of our league")
+    parser.add_argument("--max-steps", type=float, default=None,
+                        help="train for this many env steps instead of --minutes (comparisons on a busy machine)")
     parser.add_argument("--naive-seconds", type=float, default=60.0, help="time of the naive loop")
     parser.add_argument("--hs-minutes", type=float, default=10.0, help="hide-and-seek section (0: skip)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
@@ -167,14 +180,16 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
-    trainer, ours, info = train_league(args.minutes, args.seed)
+    max_steps = None if args.max_steps is None else int(args.max_steps)
+    trainer, ours, info = train_league(args.minutes, args.seed, max_steps)
     train_s = time.perf_counter() - start
     policy = NeuralPolicy.from_module(trainer.trainers["main"].model.actor, trainer.spec, temperature=0.0)
     vs_heuristic, vs_random = win_rate(policy, "heuristic"), win_rate(policy, "random")
     baselines = list(trainer.baselines)
     naive = naive_env_steps_per_s(trainer.cfg.ppo, baselines, np.full(len(baselines), 1 / len(baselines)),
                                   args.naive_seconds, args.seed)
-    print(f"connect four: {args.minutes:g} min league training ({train_s:.0f} s wall), {info}")
+    budget = f"{args.minutes:g} min" if max_steps is None else f"{max_steps:,} env steps of"
+    print(f"connect four: {budget} league training ({train_s:.0f} s wall), {info}")
     print(f"{'':<44}{'value':>14}")
     for name, value in [("greedy main agent vs heuristic (400 games)", f"{vs_heuristic:.3f}"),
                         ("greedy main agent vs random (400 games)", f"{vs_random:.3f}"),

@@ -7,7 +7,10 @@ Roles (Vinyals et al. 2019, "Grandmaster level in StarCraft II"):
 * **main agent** - the agent the league exists to produce. 35% of its games are
   self-play against its current weights; the rest are drawn by PFSP (``squared``)
   over every past player of the league (all roles' snapshots) and the scripted
-  baselines, so it keeps beating everything it has beaten before.
+  baselines, so it keeps beating everything it has beaten before. Optionally
+  (``baseline_share``) a fixed part of those PFSP games is drawn among the scripted
+  baselines alone: anchors of known strength that keep the games varied while the
+  pool is still a crowd of near-copies of the learner.
 * **main exploiter** - plays the *current* main agents, to find their weaknesses.
   When it beats them (or hits its update limit without getting there, i.e. it stopped
   improving) it is snapshotted and reset to the initial weights.
@@ -56,6 +59,9 @@ class RoleConfig:
 
     Attributes:
         self_play: Share of a main agent's games against its current weights.
+        baseline_share: Share of a main agent's other (not self-play) games drawn by
+            PFSP among the scripted baselines alone; the rest is PFSP over everyone
+            past, baselines included (AlphaStar: 0, it has no scripted opponents).
         weighting: PFSP weighting of main agents and league exploiters.
         exploiter_weighting: PFSP weighting of a main exploiter over past main
             snapshots when it cannot yet win against the current main agents.
@@ -65,10 +71,16 @@ class RoleConfig:
     """
 
     self_play: float = 0.35
+    baseline_share: float = 0.0
     weighting: PFSPWeighting = "squared"
     exploiter_weighting: PFSPWeighting = "variance"
     exploiter_floor: float = 0.1
     league_exploiter_reset: float = 0.25
+
+    def __post_init__(self) -> None:
+        for name in ("self_play", "baseline_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
 
 
 @dataclass(frozen=True)
@@ -140,10 +152,11 @@ def opponent_distribution(
         if not others:
             return [SELF], np.ones(1)
         p_self = config.self_play
-        if p_self <= 0.0:
-            return others, _pfsp(others, win_rates, config.weighting)
-        return _mix([([SELF], np.ones(1), p_self),
-                     (others, _pfsp(others, win_rates, config.weighting), 1.0 - p_self)])
+        p_base = (1.0 - p_self) * config.baseline_share if baselines else 0.0
+        parts = [([SELF], np.ones(1), p_self),
+                 (baselines, _pfsp(baselines, win_rates, config.weighting) if baselines else np.ones(0), p_base),
+                 (others, _pfsp(others, win_rates, config.weighting), 1.0 - p_self - p_base)]
+        return _mix([part for part in parts if part[2] > 0.0])
     if role == "main_exploiter":
         if not main_agents:
             raise ValueError("a main exploiter needs at least one main agent to exploit")

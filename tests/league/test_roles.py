@@ -49,6 +49,24 @@ def test_unseen_opponents_read_half_and_share_equally():
     assert d == {"random": 0.5, "heuristic": 0.5}
 
 
+def test_main_agent_baseline_share_of_the_pfsp_games_goes_to_the_baselines_alone():
+    rates = {"random": 0.9, "heuristic": 0.4, "s1": 0.5}
+    # 0.8 of the games are PFSP; half of them among the baselines: (1-x)^2 = 0.01, 0.36 over 0.37,
+    # the other half over everyone: 0.01, 0.36, 0.25 over 0.62.
+    d = dist("main", past=["s1"], rates=rates, config=RoleConfig(self_play=0.2, baseline_share=0.5))
+    assert d[SELF] == pytest.approx(0.2)
+    assert d["heuristic"] == pytest.approx(0.4 * 0.36 / 0.37 + 0.4 * 0.36 / 0.62)
+    assert d["random"] == pytest.approx(0.4 * 0.01 / 0.37 + 0.4 * 0.01 / 0.62)
+    assert d["s1"] == pytest.approx(0.4 * 0.25 / 0.62)
+    only = dist("main", past=["s1"], baselines=(), config=RoleConfig(self_play=0.0, baseline_share=0.5))
+    assert only == {"s1": 1.0}
+
+
+def test_role_config_shares_are_probabilities():
+    with pytest.raises(ValueError, match="baseline_share"):
+        RoleConfig(baseline_share=1.5)
+
+
 def test_main_exploiter_targets_the_current_main_agents():
     main = current_main_id("main")
     d = dist("main_exploiter", main_agents=[main], past_main=["m1"], rates={main: 0.3})
