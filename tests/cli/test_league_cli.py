@@ -16,6 +16,20 @@ def test_league_train_then_status(tmp_path):
     status = run("league", "status", "--name", "cli", data_dir=tmp_path)
     assert status.returncode == 0, status.stderr
     assert "cli-main_exploiter-g1" in status.stdout and "plot:" in status.stdout
+    # The league's generations are on the web leaderboard the service serves.
+    from fastapi.testclient import TestClient
+
+    from arena.api import create_app
+    from arena.services import open_services
+    from arena.settings import Settings
+
+    with open_services(Settings(data_dir=tmp_path)) as services, TestClient(create_app(services)) as client:
+        page = client.get("/envs/tictactoe-v3")
+        board = client.get("/api/v1/leaderboard", params={"env": "tictactoe-v3", "limit": 100})
+    assert page.status_code == 200 and board.status_code == 200
+    names = {row["name"] for row in board.json()["data"]} | {row["key"] for row in board.json()["data"]}
+    assert {"cli-main-g1", "cli-main_exploiter-g1"} <= names, names
+    assert "cli-main-g1" in page.text
 
 
 def test_league_errors_say_what_to_fix(tmp_path):
