@@ -98,6 +98,8 @@ def test_a_result_delivered_after_its_rerun_is_ignored(migrated_db_url):
 
 
 def test_recording_rides_out_a_database_outage(migrated_db_url):
+    """The driver error a dropped connection raises, three times, on both backends (a
+    real network outage of PostgreSQL is injected by tests/deploy/test_multinode.py)."""
     ladder = _ladder(migrated_db_url)
     real = ladder.recorder._record
     failures = {"left": 3}
