@@ -61,7 +61,7 @@ class MatchRng:
     def __len__(self) -> int:
         return len(self._keys)
 
-    def subset(self, rows: np.ndarray) -> "MatchRng":
+    def subset(self, rows: np.ndarray) -> MatchRng:
         """The streams of ``rows`` only (same draw counter), for per-row retries."""
         out = MatchRng.__new__(MatchRng)
         out._keys = self._keys[rows]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -108,7 +107,6 @@ def replay(path: Path = typer.Argument(..., exists=True, dir_okay=False, help="J
 
     lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
     failures: list[tuple[int, str]] = []
-    envs: dict = {}
     with progress_bar() as progress:
         task = progress.add_task("replay", total=len(lines), rate="-")
         start = time.perf_counter()

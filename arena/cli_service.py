@@ -10,8 +10,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from league.ladder import DEFAULT_TARGET_SIGMA
 from envs.errors import ArenaError
+from league.ladder import DEFAULT_TARGET_SIGMA
 
 ladder_app = typer.Typer(help="Rated ladders persisted in the database.", no_args_is_help=True)
 ratings_app = typer.Typer(help="Ratings derived from the match log.", no_args_is_help=True)
@@ -186,8 +186,8 @@ def ratings_rebuild(
 def db_upgrade() -> None:
     """Migrate the configured database (ARENA_DATABASE_URL) to the latest schema."""
     from arena.db import current_revision
-    from arena.settings import get_settings, resolved_database_url
     from arena.services import open_database
+    from arena.settings import get_settings, resolved_database_url
 
     settings = get_settings()
     open_database(settings)

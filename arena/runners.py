@@ -11,8 +11,9 @@ played, never the whole league (an RLlib memory bug we avoid on purpose).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Protocol
+from typing import Protocol
 
 from agents.catalog import make_policy
 from agents.policy import Policy

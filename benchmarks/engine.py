@@ -23,9 +23,9 @@ import time
 import numpy as np
 import torch
 
-from agents.neural import NeuralPolicy, random_init_checkpoint
 from agents.checkpoint import LoadedCheckpoint, serialize_weights
 from agents.nets import build_net
+from agents.neural import NeuralPolicy, random_init_checkpoint
 from arena.engine import MatchEngine
 from arena.matchplan import plan_matches
 from envs.registry import get_spec, make_env
@@ -131,7 +131,7 @@ def main() -> None:
         workers = args.env_workers or os.cpu_count() or 1
         inline_mps = engine_mps
         engine_mps = run_engine(spec, policies, matches, batch, env_workers=workers)
-        rows_extra = [(f"arena engine, envs in this process", inline_mps),
+        rows_extra = [("arena engine, envs in this process", inline_mps),
                       (f"arena engine, envs in {workers} worker processes", engine_mps)]
     naive_mps = naive(spec, nets, args.seconds, args.device, random_play=False)
     random_mps = naive(spec, nets, args.seconds, args.device, random_play=True)

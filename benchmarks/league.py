@@ -31,18 +31,18 @@ import numpy as np
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-from agents.catalog import make_policy  # noqa: E402
-from agents.checkpoint import serialize_weights  # noqa: E402
-from agents.neural import random_init_checkpoint  # noqa: E402
-from agents.policy import MatchRng, derive_seed  # noqa: E402
-from arena.db import make_engine, models, session_factory, upgrade  # noqa: E402
-from arena.db import repositories as repo  # noqa: E402
-from arena.ladder import Ladder, LadderConfig  # noqa: E402
-from arena.ray_runner import RayMatchRunner, init_ray  # noqa: E402
-from arena.runners import AgentSource  # noqa: E402
-from arena.services import open_services  # noqa: E402
-from arena.settings import Settings  # noqa: E402
-from envs.registry import make_env  # noqa: E402
+from agents.catalog import make_policy
+from agents.checkpoint import serialize_weights
+from agents.neural import random_init_checkpoint
+from agents.policy import MatchRng, derive_seed
+from arena.db import make_engine, models, session_factory, upgrade
+from arena.db import repositories as repo
+from arena.ladder import Ladder, LadderConfig
+from arena.ray_runner import RayMatchRunner, init_ray
+from arena.runners import AgentSource
+from arena.services import open_services
+from arena.settings import Settings
+from envs.registry import make_env
 
 ENV = "connect_four-v3"
 

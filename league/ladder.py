@@ -92,7 +92,7 @@ def sample_ladder_pairs(
     placing = np.flatnonzero(sigma > target_sigma)
     pairs: list[tuple[int, int]] = []
     if placing.size:
-        share = n if placing.size == m else int(round(n * placement_share))
+        share = n if placing.size == m else round(n * placement_share)
         quality = quality_matrix(ratings, env=env)
         np.fill_diagonal(quality, -1.0)
         best = np.argsort(-quality, axis=1)[:, : min(top_k, m - 1)]

@@ -24,10 +24,10 @@ def ray_cluster():
     ray.shutdown()
 
 
-from tests.fixtures_redis import (  # noqa: E402,F401 - fixtures shared by the suite
+from tests.fixtures_db import *
+from tests.fixtures_redis import (  # noqa: F401 - fixtures shared by the suite
     embedded_redis,
     redis_key_prefix,
     redis_url,
     system_redis_url,
 )
-from tests.fixtures_db import *  # noqa: E402,F401,F403 - db_url (SQLite + PostgreSQL) and friends

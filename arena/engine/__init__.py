@@ -8,14 +8,16 @@ PettingZoo instances with batched policy calls.
 
 from __future__ import annotations
 
+from typing import Self
+
 from agents.policy import Policy
 from arena.engine.board import play_board_matches
+from arena.engine.envpool import InlineEnvs, ProcessEnvs
 from arena.engine.generic import play_generic_matches
 from arena.engine.guard import PolicyCaller
 from arena.engine.records import MatchJob, MatchRecord, Termination
-from arena.engine.envpool import InlineEnvs, ProcessEnvs
-from envs.registry import get_spec, make_vector_core
 from envs.errors import UnknownAgent
+from envs.registry import get_spec, make_vector_core
 
 __all__ = ["MatchEngine", "MatchJob", "MatchRecord", "Termination", "play_matches"]
 
@@ -47,7 +49,7 @@ class MatchEngine:
         self._caller = PolicyCaller(time_budget_s)
         self._envs = ProcessEnvs(env_workers) if env_workers > 0 else InlineEnvs()
 
-    def __enter__(self) -> "MatchEngine":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

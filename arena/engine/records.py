@@ -89,7 +89,7 @@ class MatchRecord:
         return json.dumps(asdict(self), separators=(",", ":"))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "MatchRecord":
+    def from_dict(cls, data: dict[str, Any]) -> MatchRecord:
         """Parse and type-check a record; raises :class:`InvalidRecord` on bad input."""
         required = ("env", "seed", "seats", "actions", "scores", "winner", "termination")
         missing = [k for k in required if k not in data]
@@ -113,7 +113,7 @@ class MatchRecord:
             raise InvalidRecord(f"malformed match record: {exc}") from exc
 
     @classmethod
-    def from_json(cls, line: str) -> "MatchRecord":
+    def from_json(cls, line: str) -> MatchRecord:
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:

@@ -155,6 +155,6 @@ def test_leaderboard_pages_are_reused_within_the_cache_window(migrated_db_url, r
             cached = client.get("/api/v1/leaderboard", params={"env": "tictactoe-v3"}).json()
             time.sleep(0.35)
             fresh = client.get("/api/v1/leaderboard", params={"env": "tictactoe-v3"}).json()
-    games = lambda page: sum(r["games"] for r in page["data"])  # noqa: E731
+    games = lambda page: sum(r["games"] for r in page["data"])
     assert games(first) == games(cached) == 200
     assert games(fresh) == 400

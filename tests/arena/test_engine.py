@@ -125,7 +125,7 @@ def test_same_seed_same_records_and_batch_independent(env_id):
     jobs = plan_matches(names, spec, n, seed=11)
     a = play_matches(env_id, jobs, policies)
     b = play_matches(env_id, plan_matches(names, spec, n, seed=11), policies)
-    key = lambda r: (r.seed, r.seats, r.actions, r.scores, r.winner, r.termination)  # noqa: E731
+    key = lambda r: (r.seed, r.seats, r.actions, r.scores, r.winner, r.termination)
     assert [key(r) for r in a] == [key(r) for r in b]
     # Split into odd-sized batches: identical matches.
     c = play_matches(env_id, jobs[:7], policies) + play_matches(env_id, jobs[7:], policies)
@@ -174,5 +174,5 @@ def test_env_worker_processes_play_the_same_matches():
     with MatchEngine(env_workers=2) as engine:
         sharded = engine.play(env_id, jobs, policies)
         again = engine.play(env_id, jobs, policies)  # reused env instances reset cleanly
-    key = lambda r: (r.actions, r.scores, r.winner)  # noqa: E731
+    key = lambda r: (r.actions, r.scores, r.winner)
     assert [key(r) for r in inline] == [key(r) for r in sharded] == [key(r) for r in again]

@@ -36,7 +36,7 @@ def test_ray_runner_plays_every_batch_like_the_in_process_runner(ray_cluster):
         runner.close()
     local = {b.batch_id: recs for b, recs in InProcessRunner().run(batches)}
     assert sorted(results) == list(range(6))
-    key = lambda r: (r.match_id, r.actions, r.winner)  # noqa: E731
+    key = lambda r: (r.match_id, r.actions, r.winner)
     for i in range(6):
         assert [key(r) for r in results[i]] == [key(r) for r in local[i]]
 

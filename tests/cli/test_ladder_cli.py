@@ -14,7 +14,7 @@ ARENA = [sys.executable, "-m", "arena.cli"]
 def run(*args: str, data_dir, timeout: int = 300) -> subprocess.CompletedProcess:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "COLUMNS": "200",
            "ARENA_DATA_DIR": str(data_dir), "RAY_AUTH_MODE": "disabled", "HOME": str(data_dir)}
-    return subprocess.run([*ARENA, *args], cwd=data_dir, capture_output=True, text=True,
+    return subprocess.run([*ARENA, *args], check=False, cwd=data_dir, capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 

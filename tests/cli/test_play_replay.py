@@ -13,7 +13,7 @@ ARENA = [sys.executable, "-m", "arena.cli"]
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*ARENA, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+    return subprocess.run([*ARENA, *args], check=False, cwd=cwd, capture_output=True, text=True, timeout=300,
                           env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
 
 
@@ -35,7 +35,7 @@ def test_play_writes_records_and_replay_reproduces_them(tmp_path):
     out2 = tmp_path / "again.jsonl"
     run("play", "--env", "connect_four-v3", "--agents", "heuristic,random", "--matches", "1000",
         "--seed", "7", "--out", str(out2), cwd=tmp_path)
-    strip = lambda text: [{k: v for k, v in json.loads(x).items() if k != "match_id"} for x in text.splitlines()]  # noqa: E731
+    strip = lambda text: [{k: v for k, v in json.loads(x).items() if k != "match_id"} for x in text.splitlines()]
     assert strip(out.read_text()) == strip(out2.read_text())
 
 
