@@ -32,13 +32,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from arena.redis_server import free_port
+
 log = logging.getLogger(__name__)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def _ray_cli() -> str:
@@ -163,11 +159,9 @@ class TcpProxy:
         self._sel = selectors.DefaultSelector()
         self._listener: socket.socket | None = None
         self._pairs: dict[socket.socket, socket.socket] = {}
-        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._down_until = 0.0
         self._thread = threading.Thread(target=self._loop, name="tcp-proxy", daemon=True)
-        self.connections = 0
 
     def start(self) -> Self:
         self._listen()
@@ -191,8 +185,7 @@ class TcpProxy:
 
     def outage(self, seconds: float) -> None:
         """From now on, for ``seconds``: every connection dropped, new ones refused."""
-        with self._lock:
-            self._down_until = time.monotonic() + seconds
+        self._down_until = time.monotonic() + seconds
         log.warning("proxy %d -> %s:%d: outage for %gs", self.port, *self.target, seconds)
 
     @property
@@ -238,7 +231,6 @@ class TcpProxy:
             upstream = socket.create_connection(self.target, timeout=5)
         except OSError:
             return
-        self.connections += 1
         for s in (client, upstream):
             s.setblocking(False)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

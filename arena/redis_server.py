@@ -132,7 +132,8 @@ def redis_client(url: str, **client_kwargs: Any) -> redis.Redis:
     return redis.Redis.from_url(url, **kwargs)
 
 
-def _free_port(host: str) -> int:
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
@@ -272,7 +273,7 @@ class EmbeddedRedis:
         error: Exception | None = None
         for _ in range(_START_ATTEMPTS if self._port is None else 1):
             server = ValkeyServer(
-                port=self._port or _free_port(self.host),
+                port=self._port or free_port(self.host),
                 host=self.host,
                 data_dir=self.directory,
                 persist=True,

@@ -51,7 +51,6 @@ import os
 import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -313,12 +312,6 @@ def serve(data_dir: str, port: int, workers: int) -> None:
             uvicorn.run("arena.api.app:create_app", factory=True, workers=workers, **options)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(data_dir: str, port: int, workers: int = 1, timeout: float = 90.0) -> subprocess.Popen:
     """Starts ``--serve`` in a subprocess and waits until it answers."""
     import httpx
@@ -513,6 +506,8 @@ def run(args: argparse.Namespace, data_dir: Path) -> None:
         _log(f"seeded in {seeded['seed_s']:.1f} s")
     _log("timing the queries in-process ...")
     sql = query_baselines(url, seeded)
+    from arena.redis_server import free_port
+
     port = free_port()
     server = start_server(str(data_dir), port, args.workers)
     base = f"http://127.0.0.1:{port}"

@@ -117,12 +117,12 @@ class Chaos(threading.Thread):
                 redis_done = True
                 pid = self.redis.kill()
                 self._note(t0, f"redis (pid {pid}) killed with SIGKILL")
-                if self.stop.wait(a.redis_down_s):
-                    self.redis.start()
-                    break
+                stopped = self.stop.wait(a.redis_down_s)
                 self.redis.start()
                 self.redis_restarts += 1
                 self._note(t0, f"redis restarted on port {self.redis.port} from its AOF")
+                if stopped:
+                    break
             if not db_done and t >= a.db_outage_at:
                 db_done = True
                 self.proxy.outage(a.db_outage_s)

@@ -294,12 +294,12 @@ def test_cache_memory_does_not_grow_with_pool_size(embedded: Backend) -> None:
 
 def test_a_worker_reads_durable_copies_while_redis_is_down(embedded: Backend, tmp_path: Path) -> None:
     """A worker (re)started during a Redis outage still loads its policies."""
-    from arena.redis_server import _free_port, redis_client
+    from arena.redis_server import free_port, redis_client
 
     weights = tiny_weights(7)
     sha = embedded.pool.put(weights, SPEC, POOL)
     # A client for a port nothing listens on: every Redis call fails to connect.
-    down = redis_client(f"redis://127.0.0.1:{_free_port('127.0.0.1')}/0", socket_connect_timeout=0.5)
+    down = redis_client(f"redis://127.0.0.1:{free_port()}/0", socket_connect_timeout=0.5)
     pool = RedisSnapshotPool(down, embedded.durable, keys=embedded.keys)
     got, spec = pool.get(sha)
     assert got == weights and spec == SPEC

@@ -20,8 +20,8 @@ from sqlalchemy import func, select
 
 from arena.db import make_engine, models, session_factory
 from arena.db import repositories as repo
-from arena.faults import free_port
 from arena.recorder import rebuild_ratings
+from arena.redis_server import free_port
 from envs.registry import get_spec
 from league.ratings import RatingEnv
 
