@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/engine.py
 	$(PY) benchmarks/engine.py --env simple_tag-v3
 
+## lint: ruff over every package (the rules and the 120-column limit are in pyproject.toml).
 lint: $(DEVSTAMP)
 	$(VENV)/bin/ruff check arena agents envs league tests benchmarks
 

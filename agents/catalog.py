@@ -5,6 +5,7 @@ Names:
     ``heuristic``                  the env's scripted heuristic (board games)
     ``heuristic:epsilon=0.3``      ... playing a random legal move 30% of the time
     ``file:path/agent.safetensors`` a neural checkpoint (spec JSON beside it)
+    ``file:path/agent.onnx``       an ONNX policy (spec JSON beside it)
 """
 
 from __future__ import annotations
@@ -40,9 +41,15 @@ def make_policy(name: str, env_id: str, *, device: str = "cpu") -> Policy:
     """
     get_spec(env_id)  # raises UnknownEnv early with the list of envs
     if name.startswith("file:"):
-        from agents.neural import policy_from_file  # torch is only imported when needed
+        path = name[len("file:"):]
+        if path.endswith(".onnx"):
+            from agents.onnx_agents.policy import onnx_policy_from_file  # onnxruntime only when needed
 
-        policy = policy_from_file(name[len("file:"):], device=device)
+            policy = onnx_policy_from_file(path, device=device)
+        else:
+            from agents.neural import policy_from_file  # torch is only imported when needed
+
+            policy = policy_from_file(path, device=device)
         if policy.spec.env != env_id:
             raise InvalidSubmission(
                 f"{name} is a checkpoint for {policy.spec.env}, not {env_id}; "
@@ -67,5 +74,5 @@ def make_policy(name: str, env_id: str, *, device: str = "cpu") -> Policy:
             raise UnknownAgent(str(exc)) from None
     raise UnknownAgent(
         f"unknown agent {name!r}; use one of {', '.join(BUILTIN_NAMES)} "
-        "(optionally 'heuristic:epsilon=0.3') or 'file:path/to/agent.safetensors'"
+        "(optionally 'heuristic:epsilon=0.3') or 'file:path/to/agent.safetensors' (or .onnx)"
     )

@@ -32,6 +32,7 @@ from torch import nn
 from agents.checkpoint_spec import (
     FORMAT_VERSION,
     MAX_SPEC_BYTES,
+    ONNX_ARCH,
     SPEC_FIELDS,
     CheckpointSpec,
     make_spec,
@@ -153,6 +154,12 @@ def load_checkpoint_bytes(
             f"weights file is {len(weights):,} bytes, over the limit of {max_bytes:,} bytes"
         )
     spec = validate_spec(spec_json)
+    if spec.arch == ONNX_ARCH:
+        raise InvalidSubmission(
+            f"the spec says \"arch\": \"{ONNX_ARCH}\", which goes with an .onnx model, not "
+            "safetensors weights; submit the .onnx file, or give the spec the arch the "
+            "weights were trained with (e.g. \"mlp\")"
+        )
     parse_header(weights)
     try:
         state_dict = load_safetensors_bytes(bytes(weights))

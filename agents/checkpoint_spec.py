@@ -10,12 +10,19 @@ Spec fields::
 ``num_actions`` exactly the env's for that role, ``arch``/``hparams`` valid in
 :mod:`agents.nets`. Unknown fields are refused so a typo is never silently ignored.
 
+``"arch": "onnx"`` describes an ONNX model (:mod:`agents.onnx_agents.policy`) instead of
+safetensors weights: the graph itself is the architecture, so ``hparams`` is only
+informational (e.g. ``{"source_arch": "cnn"}``): at most 16 entries of short strings,
+numbers or booleans, stored as given.
+
 Version history:
-    format_version 1: the fields above; float32 tensors only.
+    format_version 1: the fields above; float32 tensors only. ``arch`` ``onnx`` was
+        added later within version 1 (an older reader refuses it as an unknown arch).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,6 +47,10 @@ SPEC_FIELDS = (
     "name",
 )
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.:+-]{0,63}$")
+ONNX_ARCH = "onnx"
+"""The arch of a spec that goes with an ``.onnx`` model instead of safetensors weights."""
+_MAX_INFO_ENTRIES = 16
+_MAX_INFO_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -122,6 +133,33 @@ def _env_and_role(raw: Mapping[str, Any]) -> tuple[EnvSpec, str]:
     return env, role
 
 
+def _check_arch(arch: Any) -> None:
+    if arch == ONNX_ARCH:
+        return
+    try:
+        get_arch(arch)
+    except InvalidSubmission as e:
+        raise InvalidSubmission(f"{e}; or {ONNX_ARCH!r} with an .onnx model") from None
+
+
+def _info_hparams(hparams: Any) -> dict:
+    """The informational hparams of an ONNX spec: a small flat object of plain values."""
+    if not isinstance(hparams, Mapping) or len(hparams) > _MAX_INFO_ENTRIES:
+        raise InvalidSubmission(
+            f"hparams of an onnx spec must be a JSON object of at most {_MAX_INFO_ENTRIES} "
+            "entries (informational only: the graph is the architecture)"
+        )
+    for key, value in hparams.items():
+        plain = isinstance(value, (str, int, float, bool)) and len(str(value)) <= _MAX_INFO_CHARS
+        plain = plain and not (isinstance(value, float) and not math.isfinite(value))
+        if not (isinstance(key, str) and len(key) <= 64 and plain):
+            raise InvalidSubmission(
+                f"onnx hparam {str(key)[:64]!r} must map a short name to a string, number or "
+                f"boolean of at most {_MAX_INFO_CHARS} characters"
+            )
+    return dict(hparams)
+
+
 def validate_spec(spec_json: bytes | str | Mapping[str, Any] | CheckpointSpec) -> CheckpointSpec:
     """Parse and validate a checkpoint spec against the env registry and arch registry.
 
@@ -139,7 +177,7 @@ def validate_spec(spec_json: bytes | str | Mapping[str, Any] | CheckpointSpec) -
         spec_json = spec_json.to_json()
     raw = _parse(spec_json)
     arch = _require(raw, "arch")
-    get_arch(arch)
+    _check_arch(arch)
     env, role = _env_and_role(raw)
     expected = tuple(env.team_obs_shape(env.team_of_role(role)))
     obs_shape = _require(raw, "obs_shape")
@@ -162,7 +200,10 @@ def validate_spec(spec_json: bytes | str | Mapping[str, Any] | CheckpointSpec) -
         raise InvalidSubmission(
             f"name {name!r} must be 1-64 characters: letters, digits, space and _.:+- (not first)"
         )
-    hparams = resolve_hparams(arch, raw.get("hparams", {}), expected, env.num_actions)
+    if arch == ONNX_ARCH:
+        hparams = _info_hparams(raw.get("hparams", {}))
+    else:
+        hparams = resolve_hparams(arch, raw.get("hparams", {}), expected, env.num_actions)
     return CheckpointSpec(
         arch=arch,
         hparams=hparams,

@@ -27,7 +27,7 @@ import logging
 import math
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -150,7 +150,7 @@ class NeuralPolicy:
         return out.to("cpu", torch.float64).numpy()
 
     def act(self, obs: np.ndarray, mask: np.ndarray, rng: MatchRng) -> np.ndarray:
-        """Sample one legal action per row.
+        """Sample one legal action per row (:func:`sample_masked` over this net's logits).
 
         Args:
             obs: ``(k, *obs_shape)`` observations (any numeric dtype).
@@ -161,27 +161,67 @@ class NeuralPolicy:
             ``(k,)`` int64 actions (``-1`` for a row with no legal action), or float64
             with ``np.nan`` in rows whose logits were not finite.
         """
-        mask = np.asarray(mask, dtype=bool)
-        k, n = len(mask), self.spec.num_actions
-        if mask.shape != (k, n) or len(obs) != k or len(rng) != k:
-            raise ValueError(
-                f"act got {len(obs)} observations, mask {mask.shape} and {len(rng)} rng rows; "
-                f"expected k rows each and mask (k, {n})"
-            )
-        if k == 0:
-            return np.zeros(0, dtype=np.int64)
-        logits = self.logits(obs)
-        broken = ~np.isfinite(logits).all(axis=1)
-        with np.errstate(invalid="ignore", over="ignore"):  # broken rows are replaced below
-            scores = logits / self.temperature + rng.gumbel(n) if self.temperature > 0 else logits
-            actions = np.where(mask, scores, -np.inf).argmax(axis=1)
-        actions = np.where(mask.any(axis=1), actions, -1).astype(np.int64)
-        if broken.any():
-            log.debug("%s: %d of %d rows have non-finite logits", self.agent_id, broken.sum(), k)
-            out = actions.astype(np.float64)
-            out[broken] = np.nan
-            return out
-        return actions
+        return sample_masked(self, obs, mask, rng)
+
+
+class LogitsPolicy(Protocol):
+    """What :func:`sample_masked` needs of a policy: its logits, shapes and temperature."""
+
+    spec: CheckpointSpec
+    temperature: float
+    agent_id: str
+
+    def logits(self, obs: np.ndarray) -> np.ndarray:
+        """``(k, num_actions)`` logits of one batched forward pass."""
+        ...
+
+
+def sample_masked(
+    policy: LogitsPolicy, obs: np.ndarray, mask: np.ndarray, rng: MatchRng
+) -> np.ndarray:
+    """One legal action per row, sampled from ``policy``'s masked logits of the batch.
+
+    The one sampling rule of every logits policy (:class:`NeuralPolicy`, the ONNX
+    policy), so a network exported to another runtime keeps choosing the same moves:
+    Gumbel-max over ``logits / temperature`` with the rows' own streams, greedy
+    argmax at ``temperature == 0``.
+
+    Args:
+        policy: Gives the logits, ``spec.num_actions``, ``temperature`` and ``agent_id``.
+        obs: ``(k, *obs_shape)`` observations.
+        mask: ``(k, num_actions)`` legal-action mask.
+        rng: One random stream per row.
+
+    Returns:
+        ``(k,)`` int64 actions (``-1`` for a row with no legal action), or float64
+        with ``np.nan`` in rows whose logits were not finite (``invalid_output``).
+
+    Raises:
+        ValueError: Rows of ``obs``, ``mask`` and ``rng`` disagree, or a mask of the
+            wrong width.
+    """
+    mask = np.asarray(mask, dtype=bool)
+    k, n = len(mask), policy.spec.num_actions
+    if mask.shape != (k, n) or len(obs) != k or len(rng) != k:
+        raise ValueError(
+            f"act got {len(obs)} observations, mask {mask.shape} and {len(rng)} rng rows; "
+            f"expected k rows each and mask (k, {n})"
+        )
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    logits = policy.logits(obs)
+    broken = ~np.isfinite(logits).all(axis=1)
+    temperature = policy.temperature
+    with np.errstate(invalid="ignore", over="ignore"):  # broken rows are replaced below
+        scores = logits / temperature + rng.gumbel(n) if temperature > 0 else logits
+        actions = np.where(mask, scores, -np.inf).argmax(axis=1)
+    actions = np.where(mask.any(axis=1), actions, -1).astype(np.int64)
+    if broken.any():
+        log.debug("%s: %d of %d rows have non-finite logits", policy.agent_id, broken.sum(), k)
+        out = actions.astype(np.float64)
+        out[broken] = np.nan
+        return out
+    return actions
 
 
 def policy_from_file(

@@ -65,6 +65,9 @@ def _sniff(data: bytes) -> str:
         return "; it looks like a zip archive (torch.save output?)"
     if data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
         return "; it looks like a Python pickle, which the arena never loads"
+    # An ONNX ModelProto starts with ir_version (field 1) then another of its fields.
+    if len(data) > 3 and data[:1] == b"\x08" and data[2:3] in b"\x12\x1a\x22\x28\x32\x3a\x42":
+        return '; it looks like an ONNX model: its spec needs "arch": "onnx"'
     return ""
 
 

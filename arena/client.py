@@ -63,7 +63,7 @@ class ArenaHTTPError(ArenaError):
     """The server answered with an error status.
 
     Attributes:
-        status: The HTTP status code (also ``status_code``, as on every ArenaError).
+        status: The HTTP status code of the answer.
         detail: The server's message (its ``detail`` field), meant for the user.
         method: HTTP method of the failed request.
         url: URL of the failed request.
@@ -75,7 +75,6 @@ class ArenaHTTPError(ArenaError):
                  body: dict[str, Any] | None = None) -> None:
         super().__init__(f"{detail} (HTTP {status})")
         self.status = status
-        self.status_code = status
         self.detail = detail
         self.method = method
         self.url = url
@@ -85,13 +84,9 @@ class ArenaHTTPError(ArenaError):
 class ArenaConnectionError(ArenaError):
     """The server could not be reached (not running, wrong URL, network down)."""
 
-    status_code = 503
-
 
 class ArenaTimeout(ArenaError, TimeoutError):
     """A wait (e.g. :meth:`ArenaClient.wait_for_status`) ran out of time."""
-
-    status_code = 504
 
 
 def default_server() -> str:
@@ -285,10 +280,12 @@ class ArenaClient:
         name: str | None = None,
         env: str | None = None,
     ) -> JSON:
-        """``POST /agents``: upload a checkpoint (needs a token).
+        """``POST /agents``: upload a checkpoint or an ONNX model (needs a token).
 
         Args:
-            weights: The ``.safetensors`` path, or its bytes.
+            weights: The ``.safetensors`` or ``.onnx`` path (its spec's ``arch`` must say
+                ``"onnx"`` for a model), or the file's bytes. A ``.json`` spec path stands
+                for the weights beside it.
             spec: The spec as a dict, JSON text/bytes, or a path; default: the ``.json``
                 beside a ``weights`` path.
             name: Display name; default (chosen by the server) the spec's ``name``,
@@ -302,9 +299,7 @@ class ArenaClient:
         if isinstance(weights, bytes | bytearray):
             data = bytes(weights)
         else:
-            path = Path(weights)
-            if path.suffix == ".json":
-                path = path.with_suffix(".safetensors")
+            path = _weights_path(Path(weights))
             data = _read_file(path, "weights file")
             filename = path.name
             if spec is None:
@@ -320,6 +315,8 @@ class ArenaClient:
         env = env or parsed.get("env")
         if not env:
             raise ArenaError("no env given and the spec names none; pass env=... (--env)")
+        if isinstance(weights, bytes | bytearray) and parsed.get("arch") == "onnx":
+            filename = "agent.onnx"
         files = {"weights": (filename, data, "application/octet-stream")}
         form = {"spec": spec_text, "env": env}
         if name:
@@ -461,6 +458,16 @@ class ArenaClient:
     def payoff(self, env: str, top: int | None = None) -> JSON:
         """``GET /envs/{env}/payoff``: the win-rate matrix of the ``top`` agents."""
         return self._get(f"/envs/{env}/payoff", top=top)
+
+
+def _weights_path(path: Path) -> Path:
+    """The weights file a path names: itself, or for ``x.json`` the ``x.safetensors`` or
+    ``x.onnx`` beside it (the safetensors one when both exist)."""
+    if path.suffix != ".json":
+        return path
+    onnx = path.with_suffix(".onnx")
+    safetensors = path.with_suffix(".safetensors")
+    return onnx if onnx.exists() and not safetensors.exists() else safetensors
 
 
 def _read_file(path: Path, what: str) -> bytes:

@@ -206,7 +206,7 @@ def observe_cache_stats(worker: str, hits: int, misses: int, *,
 
 def observe_worker_stats(stats: Iterable[Mapping[str, Any]], *,
                          metrics: ArenaMetrics | None = None) -> None:
-    """Feed :meth:`RayMatchRunner.stats() <arena.ray_runner.RayMatchRunner.stats>` output.
+    """Feed :meth:`RayMatchRunner.stats() <arena.runners.on_ray.RayMatchRunner.stats>` output.
 
     Sets ``workers_alive`` to the number of answers and adds each worker's cache-counter
     increase (``{"pid": ..., "snapshot_cache": {"hits": ..., "misses": ...} | None}``).

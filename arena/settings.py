@@ -48,7 +48,7 @@ class Settings(BaseSettings):
     )
     database_url: str = Field(
         default="",
-        description="SQLAlchemy URL; empty means the SQLite file <data_dir>/arena.db.",
+        description="SQLAlchemy URL; empty means the SQLite file <data_dir>/arena.storage.db.",
     )
     redis_url: str | None = Field(
         default=None,
@@ -65,6 +65,10 @@ class Settings(BaseSettings):
     )
     max_upload_bytes: int = Field(
         default=64 * 1024 * 1024, gt=0, description="Largest accepted weights upload."
+    )
+    onnx_probe_limit_s: float = Field(
+        default=5.0, gt=0.0, le=60.0,
+        description="Deadline of each probe run of a submitted ONNX model (validation).",
     )
     snapshot_cache_size: int = Field(
         default=32, ge=1, description="Loaded policies each worker keeps (LRU)."
@@ -115,7 +119,7 @@ class Settings(BaseSettings):
 
     @property
     def snapshot_dir(self) -> Path:
-        """Root of the durable copies of snapshot weights (see :mod:`arena.snapshot_store`)."""
+        """Root of the durable copies of snapshot weights (see :mod:`arena.snapshots.durable`)."""
         return self.data_dir / "snapshots"
 
 

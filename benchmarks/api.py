@@ -86,8 +86,8 @@ def seed_database(url: str, n_agents: int, n_matches: int, seed: int = 0) -> dic
     Returns:
         ``{env: {"agent_ids": [...], "count": n}}`` and the seeding time.
     """
-    from arena.db import make_engine, session_factory, upgrade
-    from arena.db import repositories as repo
+    from arena.storage.db import make_engine, session_factory, upgrade
+    from arena.storage.db import repositories as repo
     from envs.registry import get_spec
 
     upgrade(url)
@@ -126,7 +126,7 @@ def _seed_matches(sessions, env_id: str, keys: list[str], agent_ids: np.ndarray,
     Returns:
         Per-agent ``wins``, ``draws``, ``losses`` and ``last_seq`` arrays.
     """
-    from arena.db import repositories as repo
+    from arena.storage.db import repositories as repo
 
     k = len(keys)
     env_tag = list(ENVS).index(env_id) + 1  # match ids unique across envs
@@ -185,7 +185,7 @@ def _participants(seqs: np.ndarray, seat0: np.ndarray, seat1: np.ndarray, winner
 def _seed_ratings(sessions, env_id: str, agent_ids: np.ndarray, skill: np.ndarray, t: dict,
                   rng: np.random.Generator) -> None:
     """One rating per agent: mu follows the hidden skill, sigma shrinks with games."""
-    from arena.db import repositories as repo
+    from arena.storage.db import repositories as repo
 
     games = t["wins"] + t["draws"] + t["losses"]
     mu = 25.0 + 4.0 * skill + rng.normal(0, 0.5, len(skill))
@@ -225,9 +225,10 @@ def query_baselines(url: str, seeded: dict[str, Any], repeats: int = 200, seed: 
     """
     from sqlalchemy import select
 
-    from arena.db import make_engine, session_factory
-    from arena.db import repositories as repo
-    from arena.db.models import Agent, AgentRating, Match, MatchParticipant
+    from arena.read.boards import read_board
+    from arena.storage.db import make_engine, session_factory
+    from arena.storage.db import repositories as repo
+    from arena.storage.db.models import Agent, AgentRating, Match, MatchParticipant
 
     engine = make_engine(url)
     sessions = session_factory(engine)
@@ -271,9 +272,10 @@ def query_baselines(url: str, seeded: dict[str, Any], repeats: int = 200, seed: 
     with sessions() as s:
         deep_seq = repo.match_history(s, env_id=env, limit=1).matches[0].seq - 200_000
     rows = [
-        ("leaderboard page", _median_ms(sessions, naive_board, repeats),
-         _median_ms(sessions, lambda s: repo.leaderboard(
-             s, env, ROLE, limit=50, offset=50 * rnd.randrange(pages)), repeats)),
+        # Ours never queries per page: the whole board (ranks and rank ranges need it) is read
+        # once per change and pages are sliced from memory; the column shows that read.
+        ("leaderboard page (ours: whole board)", _median_ms(sessions, naive_board, repeats),
+         _median_ms(sessions, lambda s: read_board(s, env, ROLE), repeats)),
         ("agent history, pages 1+2", _median_ms(sessions, naive_agent, repeats),
          _median_ms(sessions, ours_agent, repeats)),
         ("env history, 200k deep", _median_ms(sessions, lambda s: naive_page(s, 200_000), 5),
@@ -299,8 +301,8 @@ def serve(data_dir: str, port: int, workers: int) -> None:
     import uvicorn
 
     from arena.api.app import create_app
-    from arena.services import open_services
     from arena.settings import Settings
+    from arena.storage.wiring import open_services
 
     logging.basicConfig(level=logging.WARNING)
     options = {"host": "127.0.0.1", "port": port, "log_level": "warning", "access_log": False}
@@ -497,7 +499,10 @@ def run(args: argparse.Namespace, data_dir: Path) -> None:
     url = f"sqlite:///{data_dir / 'arena.db'}"
     meta = data_dir / "bench-seed.json"
     if meta.exists():
+        from arena.storage.db import upgrade
+
         seeded = json.loads(meta.read_text())
+        upgrade(url)  # a database seeded by an older revision: migrate it first, as the server does
         _log(f"reusing the seeded database in {data_dir}")
     else:
         _log(f"seeding {args.agents:,} agents and {args.matches:,} matches into {data_dir} ...")
@@ -506,7 +511,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> None:
         _log(f"seeded in {seeded['seed_s']:.1f} s")
     _log("timing the queries in-process ...")
     sql = query_baselines(url, seeded)
-    from arena.redis_server import free_port
+    from arena.storage.redis_server import free_port
 
     port = free_port()
     server = start_server(str(data_dir), port, args.workers)

@@ -2,8 +2,8 @@
 
 Set-up, all real and all on this machine: a Ray cluster of ``--nodes`` nodes started
 with ``ray start`` (a head plus nodes joining it over loopback,
-:class:`arena.faults.LocalRayCluster`); a fresh PostgreSQL database on the server at
-``--postgres-url``, reached through a TCP proxy we can cut (:class:`arena.faults.TcpProxy`);
+:class:`benchmarks.support.faults.LocalRayCluster`); a fresh PostgreSQL database on the server at
+``--postgres-url``, reached through a TCP proxy we can cut (:class:`benchmarks.support.faults.TcpProxy`);
 a Redis-compatible server (valkey, AOF ``everysec``) owned by this script so it can be
 killed; the snapshot pool on it holding ``--neural`` MLP snapshots next to the
 scripted heuristics; ``--workers`` MatchWorker actors spread over the nodes.
@@ -55,16 +55,18 @@ from sqlalchemy import func, make_url, select
 
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
-from arena.db import models
-from arena.db import repositories as repo
-from arena.faults import LocalRayCluster, TcpProxy
-from arena.ladder import Ladder, LadderConfig
-from arena.ray_runner import RayMatchRunner
-from arena.recorder import rebuild_ratings
-from arena.redis_server import EmbeddedRedis
+from arena.agent_status import AgentStatus
+from arena.ladder.dispatch import LadderConfig, open_ladder
+from arena.ladder.recorder import rebuild_ratings
+from arena.ladder.registration import register_snapshot_agent
 from arena.runners import AgentSource
-from arena.services import open_services
+from arena.runners.on_ray import RayMatchRunner
 from arena.settings import Settings
+from arena.storage.db import models
+from arena.storage.db import repositories as repo
+from arena.storage.redis_server import EmbeddedRedis
+from arena.storage.wiring import open_services
+from benchmarks.support.faults import LocalRayCluster, TcpProxy
 from envs.errors import ArenaError
 
 ENV = "connect_four-v3"
@@ -212,14 +214,17 @@ def run(args) -> dict:
         cluster.connect()
         settings = Settings(data_dir=data_dir, database_url=db_url, redis_url=redis.url)
         with open_services(settings) as services:
-            shas = []
+            neural = []
             for i in range(args.neural):
                 state, spec = random_init_checkpoint(ENV, "mlp", {"hidden": [32]}, seed=i, name=f"mlp-{i}")
-                shas.append(services.pool.put(serialize_weights(state), spec, pool=POOL))
-            ladder = Ladder(services.sessions, LadderConfig(ENV, batch_size=args.batch_size, seed=args.seed,
-                                                            max_rate=args.max_rate, db_retry_s=60.0))
-            ladder.add_agents([AgentSource(key=b, builtin=b) for b in BUILTINS], kind="builtin")
-            ladder.add_agents([AgentSource(key=f"mlp-{s[:12]}", snapshot=s) for s in shas], kind="neural")
+                with services.sessions.begin() as session:
+                    agent = register_snapshot_agent(session, services.pool, serialize_weights(state), spec,
+                                                    pool_name=POOL, name=f"mlp-{i}", status=AgentStatus.PLACEMENT)
+                neural.append(AgentSource(key=agent.key, snapshot=agent.sha256))
+            shas = [s.snapshot for s in neural]
+            ladder = open_ladder(services.sessions, LadderConfig(ENV, batch_size=args.batch_size, seed=args.seed,
+                                                                 max_rate=args.max_rate, db_retry_s=60.0))
+            ladder.add_agents([AgentSource(key=b, builtin=b) for b in BUILTINS] + neural)
             runner = RayMatchRunner(args.workers, snapshots_factory=services.snapshot_cache_factory())
             tap = Tap(runner)
             chaos = Chaos(runner, redis, proxy, args)
@@ -251,7 +256,7 @@ def run(args) -> dict:
             stored = recorded_ids(services.sessions)
             with services.sessions() as s:
                 queue_left = repo.queue_depth(s)
-            report_ = rebuild_ratings(services.sessions, ladder.spec, ladder.env)
+            report_ = rebuild_ratings(services.sessions, ladder.spec)
             out = {
                 "scheduled": len(tap.ids), "recorded": len(stored & tap.ids),
                 "lost": len(tap.ids - stored), "duplicated": duplicated(services.sessions) + len(stored - tap.ids),

@@ -4,13 +4,20 @@
     (``torch.inference_mode``, Categorical sampling over legal moves) - what a
     competent person writes without batching;
 (b) PettingZoo random play, no policy at all;
-(c) our engine: many matches at once, one batched forward per policy per ply.
+(c) our engine: many matches at once, one batched forward per policy per ply;
+(d) with ``--device``, board games only: the device engine (:class:`DeviceMatchEngine`,
+    boards, sampling and forfeits on the device, records copied out in bulk) on that
+    device AND the same code on the CPU, in full-record mode and in summary mode
+    (counts plus a 1% replay sample, see ``docs/gpu.md``).
 
 Both policies are MLPs with two hidden layers of 256 and different weights.
 
     python benchmarks/engine.py [--env connect_four-v3|simple_tag-v3] [--device cpu|cuda]
 
-Prints a table, then one JSON line (mps = completed matches per second).
+Prints a table, then one JSON line (mps = completed matches per second). ``--device``
+adds ``device_mps`` / ``cpu_mps`` (full records), ``device_summary_mps`` /
+``cpu_summary_mps`` and ``ratio_device_vs_cpu`` (full records) and
+``ratio_summary_device_vs_cpu``.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from agents.checkpoint import LoadedCheckpoint, serialize_weights
 from agents.nets import build_net
 from agents.neural import NeuralPolicy, random_init_checkpoint
 from arena.engine import MatchEngine
-from arena.matchplan import plan_matches
+from arena.engine.device import DeviceMatchEngine
+from arena.engine.plan import plan_matches
 from envs.registry import get_spec, make_env
 from envs.spec import EnvSpec
 
@@ -109,6 +117,50 @@ def run_engine(spec: EnvSpec, policies, matches: int, batch: int, env_workers: i
         return matches / (time.perf_counter() - start)
 
 
+def run_device_engine(spec: EnvSpec, policies, device: str, matches: int, batch: int | None,
+                      summary: bool) -> float:
+    """Matches/s of :class:`DeviceMatchEngine` on ``device`` (full records or summary mode)."""
+    by_id = {p.agent_id: p for p in policies}
+    agents = list(by_id)
+    with DeviceMatchEngine(device, batch_size=batch) as engine:
+        size = engine.batch_size
+        engine.summarize(spec.env_id, agents, by_id, min(size, 4096), seed=0)  # warm-up
+        if summary:
+            start = time.perf_counter()
+            engine.summarize(spec.env_id, agents, by_id, matches, seed=1, replay_rate=0.01)
+            return matches / (time.perf_counter() - start)
+        jobs = plan_matches(agents, spec, matches, seed=1)
+        start = time.perf_counter()
+        for lo in range(0, matches, size):
+            engine.play(spec.env_id, jobs[lo : lo + size], by_id)
+        return matches / (time.perf_counter() - start)
+
+
+def device_section(spec: EnvSpec, args: argparse.Namespace, matches: int) -> tuple[list, dict]:
+    """Rows and JSON keys of (d): the device engine on ``--device`` and on the CPU."""
+    dev_matches = args.device_matches or (matches if args.device == "cpu" else 1 << 20)
+    cpu_matches = args.cpu_matches or matches
+    out = {}
+    for mode, summary in (("", False), ("summary_", True)):
+        dev = run_device_engine(spec, _on(args.device, spec), args.device, dev_matches,
+                                args.device_batch, summary)
+        cpu = dev if args.device == "cpu" else run_device_engine(
+            spec, _on("cpu", spec), "cpu", cpu_matches, None, summary)
+        out[f"device_{mode}mps"], out[f"cpu_{mode}mps"] = round(dev, 1), round(cpu, 1)
+    out["ratio_device_vs_cpu"] = round(out["device_mps"] / out["cpu_mps"], 2)
+    out["ratio_summary_device_vs_cpu"] = round(out["device_summary_mps"] / out["cpu_summary_mps"], 2)
+    rows = [(f"device engine, records ({args.device})", out["device_mps"]),
+            (f"device engine, summary ({args.device})", out["device_summary_mps"])]
+    if args.device != "cpu":
+        rows += [("device engine, records (cpu)", out["cpu_mps"]),
+                 ("device engine, summary (cpu)", out["cpu_summary_mps"])]
+    return rows, out
+
+
+def _on(device: str, spec: EnvSpec) -> list[NeuralPolicy]:
+    return make_agents(spec, device)[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="connect_four-v3")
@@ -118,6 +170,14 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=0, help="engine batch size (default by env)")
     parser.add_argument("--env-workers", type=int, default=0,
                         help="generic envs: env worker processes (default: one per core)")
+    parser.add_argument("--device-matches", type=int, default=0,
+                        help="device engine matches on --device (default 2**20 on a GPU, else --matches)")
+    parser.add_argument("--cpu-matches", type=int, default=0,
+                        help="device engine matches on the CPU (default --matches)")
+    parser.add_argument("--device-batch", type=int, default=None,
+                        help="device engine batch on --device (default: the engine's)")
+    parser.add_argument("--skip-device", action="store_true",
+                        help="board games: leave out (d) even with --device")
     args = parser.parse_args()
     spec = get_spec(args.env)
     generic = spec.api == "parallel" or spec.env_id not in ("connect_four-v3", "tictactoe-v3")
@@ -135,9 +195,13 @@ def main() -> None:
                       (f"arena engine, envs in {workers} worker processes", engine_mps)]
     naive_mps = naive(spec, nets, args.seconds, args.device, random_play=False)
     random_mps = naive(spec, nets, args.seconds, args.device, random_play=True)
+    device_rows, device_keys = [], {}
+    if not generic and not args.skip_device:
+        device_rows, device_keys = device_section(spec, args, matches)
     rows = [("naive loop (1 env, 1 forward/move)", naive_mps),
             ("PettingZoo random play (no policy)", random_mps),
-            *(rows_extra or [(f"arena engine (batch {batch}, {args.device})", engine_mps)])]
+            *(rows_extra or [(f"arena engine (batch {batch}, {args.device})", engine_mps)]),
+            *device_rows]
     print(f"{'method':<44}{'matches/s':>12}")
     for name, mps in rows:
         print(f"{name:<44}{mps:>12,.1f}")
@@ -149,6 +213,7 @@ def main() -> None:
         "engine_mps": round(engine_mps, 1),
         "ratio_vs_naive": round(engine_mps / naive_mps, 1),
         **({"engine_inline_mps": round(rows_extra[0][1], 1)} if rows_extra else {}),
+        **device_keys,
     }))
 
 

@@ -35,13 +35,15 @@ from agents.catalog import make_policy
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
 from agents.policy import MatchRng, derive_seed
-from arena.db import make_engine, models, session_factory, upgrade
-from arena.db import repositories as repo
-from arena.ladder import Ladder, LadderConfig
-from arena.ray_runner import RayMatchRunner, init_ray
+from arena.agent_status import AgentStatus
+from arena.ladder.dispatch import LadderConfig, open_ladder
+from arena.ladder.registration import register_env, register_snapshot_agent
 from arena.runners import AgentSource
-from arena.services import open_services
+from arena.runners.on_ray import RayMatchRunner, init_ray
 from arena.settings import Settings
+from arena.storage.db import make_engine, models, session_factory, upgrade
+from arena.storage.db import repositories as repo
+from arena.storage.wiring import open_services
 from envs.registry import make_env
 
 ENV = "connect_four-v3"
@@ -54,16 +56,18 @@ def league_agents(services, n_scripted: int = 27, n_mlp: int = 23) -> list[Agent
                 for e in np.linspace(0.0, 1.0, n_scripted))]
     for i in range(n_mlp):
         state, spec = random_init_checkpoint(ENV, "mlp", {"hidden": [64, 64]}, seed=1000 + i)
-        sha = services.pool.put(serialize_weights(state), spec, pool=f"bench.{ENV}")
-        sources.append(AgentSource(key=f"mlp-{sha[:16]}", snapshot=sha))
+        with services.sessions.begin() as session:
+            agent = register_snapshot_agent(session, services.pool, serialize_weights(state), spec,
+                                            pool_name=f"bench.{ENV}", name=f"mlp-{i}",
+                                            status=AgentStatus.PLACEMENT)
+        sources.append(AgentSource(key=agent.key, snapshot=agent.sha256))
     return sources
 
 
 def run_league(services, sources, matches: int, workers: int) -> dict:
-    ladder = Ladder(services.sessions, LadderConfig(ENV, batch_size=8192, seed=1))
-    ladder.add_agents([s for s in sources if s.builtin], kind="builtin")
-    ladder.add_agents([s for s in sources if s.snapshot], kind="neural")
-    init_ray(num_cpus=workers)
+    ladder = open_ladder(services.sessions, LadderConfig(ENV, batch_size=8192, seed=1))
+    ladder.add_agents(sources)
+    init_ray(services.settings, num_cpus=workers)
     runner = RayMatchRunner(workers, snapshots_factory=services.snapshot_cache_factory())
     ladder.run(runner, 2 * 8192)  # warm-up: actors start, snapshots load
     with services.sessions() as session:
@@ -83,7 +87,7 @@ def run_naive(sources, services, seconds: float, db_path: Path) -> float:
     """One match at a time, one policy call per move, trueskill, one commit per match."""
     import trueskill
 
-    from arena.snapshot_cache import SnapshotCache
+    from arena.snapshots.cache import SnapshotCache
 
     url = f"sqlite:///{db_path}"
     upgrade(url)
@@ -96,7 +100,7 @@ def run_naive(sources, services, seconds: float, db_path: Path) -> float:
     env = make_env(ENV)
     rng = np.random.default_rng(0)
     with sessions.begin() as s:
-        repo.ensure_env(s, ENV, {})
+        register_env(s, ENV)
     done, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         a, b = rng.choice(len(keys), size=2, replace=False)
@@ -119,7 +123,8 @@ def run_naive(sources, services, seconds: float, db_path: Path) -> float:
         r0 = env.rewards[env.possible_agents[0]] if env.rewards else 0
         winner = None if r0 == 0 else (0 if r0 > 0 else 1)
         if winner is None:
-            ratings[seats[0]], ratings[seats[1]] = trueskill.rate_1vs1(ratings[seats[0]], ratings[seats[1]], drawn=True, env=ts)
+            ratings[seats[0]], ratings[seats[1]] = trueskill.rate_1vs1(ratings[seats[0]], ratings[seats[1]],
+                                                                       drawn=True, env=ts)
         else:
             w, l = seats[winner], seats[1 - winner]
             ratings[w], ratings[l] = trueskill.rate_1vs1(ratings[w], ratings[l], env=ts)

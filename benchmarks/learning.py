@@ -1,7 +1,7 @@
 """Learning: a PPO league's main agent after 10 minutes on 2 CPUs, and how fast it trains.
 
 connect four:
-(a) ours: :class:`arena.league_train.LeagueTrainer` with one ``main`` learner (PFSP
+(a) ours: :class:`arena.training.trainer.LeagueTrainer` with one ``main`` learner (PFSP
     over its past snapshots and the scripted baselines, half of its games PFSP among
     the baselines alone - :class:`LeagueConfig`'s default - and no self-play) on the real
     services (embedded Redis snapshot pool, SQLite) in a temporary data dir, for
@@ -16,11 +16,20 @@ connect four:
     same size, for ``--naive-seconds``. Both count learner decisions per second,
     updates included.
 
-hide and seek: ``arena.hide_and_seek_learning.hide_and_seek_section(minutes)``
+hide and seek: ``benchmarks.support.hide_and_seek_learning.hide_and_seek_section(minutes)``
 adds its ``hs_*`` keys when that trainer exists (skipped otherwise).
+
+speed on a device (``--device cuda``; ``--device cpu`` measures the same code on the CPU):
+env steps/s, updates included, of PPO self-play on connect four against a frozen
+snapshot of the learner (``--ppo-envs`` boards, the league's network) with boards,
+rollouts, GAE and updates on the device, beside the CPU default (numpy core) and the
+torch core on the CPU; hide-and-seek env stepping (random actions, resets excluded)
+in the numpy core, the torch core on the CPU and on the device; hide-and-seek PPO env
+steps/s on the device and on the CPU default. ``--speed-only`` skips everything else.
 
     python benchmarks/learning.py [--minutes 10] [--naive-seconds 60] [--hs-minutes 10]
     python benchmarks/learning.py --max-steps 30e6 --hs-minutes 0   # fixed work, for comparisons
+    python benchmarks/learning.py --device cuda --speed-only      # device speed only
 
 Prints a table, then one JSON line.
 """
@@ -48,15 +57,19 @@ import numpy as np
 import torch
 
 from agents.catalog import make_policy
+from agents.checkpoint import make_spec
 from agents.neural import NeuralPolicy
 from agents.policy import MatchRng
-from agents.trainers.ppo_selfplay import PPOConfig, SelfPlayPPO, gae
+from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, HideAndSeekPPOConfig
+from agents.trainers.ppo_selfplay import PPOConfig, SelfPlayPPO, actor_hparams, gae
 from arena.engine import play_matches
-from arena.league_train import LeagueConfig, LeagueTrainer
-from arena.matchplan import plan_matches
-from arena.services import open_services
+from arena.engine.plan import plan_matches
 from arena.settings import Settings
+from arena.storage.wiring import open_services
+from arena.training.trainer import LeagueConfig, LeagueTrainer
 from envs.connect_four import ConnectFourCore
+from envs.device.hide_and_seek import TorchHideAndSeekCore
+from envs.hide_and_seek_core import NUM_ACTIONS, HideAndSeekCore
 from envs.registry import get_spec
 
 ENV = "connect_four-v3"
@@ -157,10 +170,77 @@ def naive_env_steps_per_s(config: PPOConfig, opponents: Sequence[str], probs: Se
     return steps / (time.perf_counter() - start)
 
 
+def ppo_steps_per_s(device: str, num_envs: int, updates: int, torch_core: bool = False) -> float:
+    """Env steps/s of connect-four PPO against a frozen snapshot of the learner (first update excluded)."""
+    cfg = replace(LeagueConfig().ppo, num_envs=num_envs, device=device, torch_core=torch_core)
+    trainer = SelfPlayPPO(ConnectFourCore(), cfg, pick_opponents=lambda rng, k: np.zeros(k, np.int64))
+    spec = make_spec(ENV, cfg.arch, actor_hparams(cfg))
+    opponents = [NeuralPolicy.from_module(trainer.model.actor, spec)]
+    trainer.update(opponents)  # warm-up (kernels, allocator); update() ends in a host read
+    start = time.perf_counter()
+    for _ in range(updates):
+        trainer.update(opponents)
+    return updates * num_envs * cfg.rollout_steps / (time.perf_counter() - start)
+
+
+def hs_stepping_per_s(device: str | None, n: int, rounds: int = 2) -> float:
+    """Hide-and-seek env steps/s, random actions, resets excluded (``None``: the numpy core)."""
+    rng = np.random.default_rng(0)
+    actions = rng.integers(0, NUM_ACTIONS, size=(60, n, 4))
+    if device is None:
+        core = HideAndSeekCore(n)
+        reset = lambda: core.reset(np.arange(n))
+        step = core.step
+    else:
+        core = TorchHideAndSeekCore(n, device=device)
+        bank, picks = core.draw_layouts(np.arange(min(n, 4096))), torch.arange(n) % min(n, 4096)
+        reset = lambda: core.reset_from_bank(bank, picks.to(core.device))
+        actions = torch.as_tensor(actions, device=device)
+        step = core.step
+    best = 0.0
+    for _ in range(rounds):
+        reset()
+        start = time.perf_counter()
+        for t in range(60):
+            obs, *_ = step(actions[t])
+        float(obs[0, 0, 0])  # waits for the device
+        best = max(best, 60 * n / (time.perf_counter() - start))
+    return best
+
+
+def hs_ppo_steps_per_s(device: str, num_envs: int, updates: int) -> float:
+    """Env steps/s of hide-and-seek PPO (updates included; first update excluded)."""
+    on_device = device != "cpu"
+    cfg = HideAndSeekPPOConfig(num_envs=num_envs, device=device, layout_bank=4096 if on_device else 0)
+    trainer = HideAndSeekPPO(cfg)
+    trainer.update()
+    start = time.perf_counter()
+    for _ in range(updates):
+        trainer.update()
+    return updates * num_envs * 60 / (time.perf_counter() - start)
+
+
+def device_speed(device: str, ppo_envs: int, hs_envs: int, updates: int) -> dict:
+    """The ``--device`` section: the device's numbers beside the CPU's, same code."""
+    cpu_envs = min(ppo_envs, 4096)  # the CPU default's numbers settle long before that
+    out = {
+        "device": device,
+        "c4_ppo_device_env_steps_per_s": ppo_steps_per_s(device, ppo_envs, updates, torch_core=True),
+        "c4_ppo_cpu_env_steps_per_s": ppo_steps_per_s("cpu", cpu_envs, updates),
+        "c4_ppo_cpu_torch_core_env_steps_per_s": ppo_steps_per_s("cpu", cpu_envs, updates, True),
+        "hs_step_numpy_per_s": hs_stepping_per_s(None, min(hs_envs, 4096)),
+        "hs_step_torch_cpu_per_s": hs_stepping_per_s("cpu", min(hs_envs, 4096)),
+        "hs_step_device_per_s": hs_stepping_per_s(device, hs_envs),
+        "hs_ppo_device_env_steps_per_s": hs_ppo_steps_per_s(device, hs_envs, updates),
+        "hs_ppo_cpu_env_steps_per_s": hs_ppo_steps_per_s("cpu", 256, updates),
+    }
+    return {k: round(v, 1) if isinstance(v, float) else v for k, v in out.items()}
+
+
 def hide_and_seek(minutes: float) -> dict:
     """The hide-and-seek trainer's section, if that trainer exists."""
     try:
-        from arena.hide_and_seek_learning import hide_and_seek_section
+        from benchmarks.support.hide_and_seek_learning import hide_and_seek_section
     except ImportError as exc:
         logging.getLogger(__name__).warning("hide-and-seek section skipped: %s", exc)
         return {}
@@ -176,9 +256,27 @@ def main() -> None:
     parser.add_argument("--hs-minutes", type=float, default=10.0, help="hide-and-seek section (0: skip)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None, help="add the device speed section (cpu, cuda)")
+    parser.add_argument("--speed-only", action="store_true", help="only the --device section")
+    parser.add_argument("--ppo-envs", type=int, default=0,
+                        help="boards of device PPO (default 32768 on a GPU, 1024 on a CPU)")
+    parser.add_argument("--hs-envs", type=int, default=0,
+                        help="hide-and-seek episodes at once (default 16384 on a GPU, 1024 on a CPU)")
+    parser.add_argument("--updates", type=int, default=3, help="timed updates per PPO speed number")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
+    speed = {}
+    if args.device is not None:
+        gpu = args.device != "cpu"
+        speed = device_speed(args.device, args.ppo_envs or (32768 if gpu else 1024),
+                             args.hs_envs or (16384 if gpu else 1024), args.updates)
+        print(f"{'speed (env steps/s)':<44}{'value':>14}")
+        for name, value in speed.items():
+            print(f"{name:<44}{value:>14,}" if not isinstance(value, str) else f"{name:<44}{value:>14}")
+        if args.speed_only:
+            print(json.dumps(speed))
+            return
     start = time.perf_counter()
     max_steps = None if args.max_steps is None else int(args.max_steps)
     trainer, ours, info = train_league(args.minutes, args.seed, max_steps)
@@ -201,7 +299,7 @@ def main() -> None:
            "env_steps_per_s": round(ours, 1), "naive_env_steps_per_s": round(naive, 1)}
     if args.hs_minutes > 0:
         out.update(hide_and_seek(args.hs_minutes))
-    print(json.dumps(out))
+    print(json.dumps({**out, **speed}))
 
 
 if __name__ == "__main__":

@@ -1,28 +1,22 @@
-"""Who plays whom: ladder matchmaking and league opponent sampling. Pure functions.
+"""Who plays whom: match quality for ladders, PFSP weights for leagues. Pure functions.
 
-Ladder (rating many submitted agents): new agents go through *placement* (each plays
-the opponent it is most likely to draw with, which is the most informative match),
-then pairs are sampled in proportion to match quality, tilted toward uncertain agents.
+Ladder (rating many submitted agents): TrueSkill match quality between agents, pair
+weights tilted toward uncertain agents, and how many matches a rating needs to settle.
 
 League (training a learner against a pool): AlphaStar's prioritized fictitious
-self-play (PFSP) over decayed win rates, OpenAI Five's 80% latest / 20% past self-play,
-uniform and round-robin.
-
-All randomness comes from the ``rng`` (a ``numpy.random.Generator``) passed in.
+self-play (PFSP) weights over decayed win rates (:class:`WinRateTable`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from typing import Literal, TypeVar
+from typing import Literal
 
 import numpy as np
 
 from league.ratings import Rating, RatingEnv
 from league.ratings_fast import rate_1v1_fast
-
-K = TypeVar("K", bound=Hashable)
 
 # ---------------------------------------------------------------- ladder
 
@@ -52,18 +46,6 @@ def quality_matrix(ratings: Sequence[Rating], *, env: RatingEnv) -> np.ndarray:
     return quality
 
 
-def match_quality(a: Rating, b: Rating, *, env: RatingEnv) -> float:
-    """TrueSkill match quality of a 1v1 (1.0 for identical, certain ratings)."""
-    return float(quality_matrix([a, b], env=env)[0, 1])
-
-
-def placement_opponent(index: int, ratings: Sequence[Rating], *, env: RatingEnv) -> int:
-    """The opponent of highest match quality for agent ``index`` (lowest index on ties)."""
-    if len(ratings) < 2:
-        raise ValueError("placement needs at least one other agent on the ladder")
-    return int(np.argmax(quality_matrix(ratings, env=env)[index]))
-
-
 def ladder_pair_weights(ratings: Sequence[Rating], *, env: RatingEnv) -> np.ndarray:
     """Unnormalized sampling weight of each pair ``i < j`` after placement.
 
@@ -76,36 +58,6 @@ def ladder_pair_weights(ratings: Sequence[Rating], *, env: RatingEnv) -> np.ndar
     sigma = np.array([r.sigma for r in ratings], dtype=float)
     weights = quality_matrix(ratings, env=env) * (sigma[:, None] + sigma[None, :])
     return np.triu(weights, k=1)
-
-
-def next_ladder_pair(
-    ratings: Sequence[Rating], rng: np.random.Generator, *, env: RatingEnv, target_sigma: float
-) -> tuple[int, int]:
-    """Picks the next ladder match.
-
-    While some agent's sigma is above ``target_sigma``, the most uncertain one is in
-    placement and plays its highest-quality opponent (deterministic). Otherwise a pair
-    is drawn with probability proportional to :func:`ladder_pair_weights`.
-
-    Args:
-        ratings: Ratings of the agents on the ladder (at least two).
-        rng: Source of randomness.
-        env: The ladder's rating environment.
-        target_sigma: Sigma below which an agent counts as placed.
-
-    Returns:
-        Indices ``(i, j)`` of the two agents to play; in placement ``i`` is the new agent.
-    """
-    if len(ratings) < 2:
-        raise ValueError("a ladder match needs at least two agents")
-    sigma = np.array([r.sigma for r in ratings], dtype=float)
-    if sigma.max() > target_sigma:
-        newcomer = int(np.argmax(sigma))
-        return newcomer, placement_opponent(newcomer, ratings, env=env)
-    weights = ladder_pair_weights(ratings, env=env).ravel()
-    flat = int(rng.choice(weights.size, p=weights / weights.sum()))
-    i, j = divmod(flat, len(ratings))
-    return i, j
 
 
 def expected_matches_to_sigma(
@@ -184,18 +136,6 @@ def pfsp_weights(win_rates: Sequence[float], weighting: PFSPWeighting = "squared
     return weights / total if total > 0 else np.full(x.size, 1.0 / x.size)
 
 
-def sample_pfsp(
-    opponents: Sequence[K],
-    win_rates: Sequence[float],
-    rng: np.random.Generator,
-    weighting: PFSPWeighting = "squared",
-) -> K:
-    """Draws one opponent by PFSP (see :func:`pfsp_weights`)."""
-    if len(opponents) != len(win_rates):
-        raise ValueError("give one win rate per opponent")
-    return opponents[int(rng.choice(len(opponents), p=pfsp_weights(win_rates, weighting)))]
-
-
 class WinRateTable:
     """The learner's win rate against each opponent, from exponentially decayed counts.
 
@@ -254,82 +194,3 @@ class WinRateTable:
         table._games = {k: float(v) for k, v in data["games"].items()}
         return table
 
-
-def sample_latest_or_past(
-    latest: K,
-    past: Sequence[K],
-    quality_scores: Sequence[float],
-    rng: np.random.Generator,
-    latest_prob: float = 0.8,
-) -> K:
-    """OpenAI Five self-play: the latest policy 80% of the time, else a past one.
-
-    Past opponents are drawn with probability ``softmax(quality_scores)``, as in
-    OpenAI Five; see :func:`lower_quality_after_win` for how scores evolve.
-
-    Args:
-        latest: The current policy (plays itself).
-        past: Earlier snapshots.
-        quality_scores: One real score per past snapshot (0 for all = uniform).
-        rng: Source of randomness.
-        latest_prob: Probability of picking ``latest``.
-
-    Returns:
-        The chosen opponent (``latest`` whenever ``past`` is empty).
-    """
-    if len(past) != len(quality_scores):
-        raise ValueError("give one quality score per past snapshot")
-    if not past or rng.random() < latest_prob:
-        return latest
-    scores = np.asarray(quality_scores, dtype=float)
-    probs = np.exp(scores - scores.max())  # shift: same softmax, no overflow
-    return past[int(rng.choice(len(past), p=probs / probs.sum()))]
-
-
-def lower_quality_after_win(
-    quality_scores: Sequence[float], beaten: int, learning_rate: float = 0.01
-) -> np.ndarray:
-    """OpenAI Five's update: a past snapshot the learner beat loses quality.
-
-    ``q[beaten] -= lr / (N * p[beaten])`` with ``p = softmax(q)``; dividing by ``p``
-    keeps the update unbiased although likely snapshots are sampled more often.
-
-    Returns:
-        The new scores (the input is not modified).
-    """
-    scores = np.array(quality_scores, dtype=float)
-    probs = np.exp(scores - scores.max())
-    probs /= probs.sum()
-    scores[beaten] -= learning_rate / (scores.size * probs[beaten])
-    return scores
-
-
-def sample_uniform(opponents: Sequence[K], rng: np.random.Generator) -> K:
-    """Draws one opponent uniformly (fictitious self-play over the whole pool)."""
-    if not opponents:
-        raise ValueError("no opponents to sample from")
-    return opponents[int(rng.integers(len(opponents)))]
-
-
-def round_robin_schedule(n: int) -> list[list[tuple[int, int]]]:
-    """All pairs of ``n`` agents, grouped in rounds where everyone plays at most once.
-
-    Circle method: agent 0 stays put while the others rotate, so ``n - 1`` rounds
-    (``n`` for odd ``n``, one agent sitting out per round) cover every pair once.
-    """
-    players = list(range(n)) + ([None] if n % 2 else [])
-    rounds = []
-    for _ in range(len(players) - 1):
-        half = len(players) // 2
-        pairs = zip(players[:half], reversed(players[half:]))
-        rounds.append([(min(a, b), max(a, b)) for a, b in pairs if None not in (a, b)])
-        players = [players[0], players[-1], *players[1:-1]]
-    return rounds
-
-
-def round_robin_pair(step: int, n: int) -> tuple[int, int]:
-    """The ``step``-th match of an endless round-robin among ``n`` agents (cycles)."""
-    if n < 2:
-        raise ValueError("a round-robin needs at least two agents")
-    pairs = [pair for round_ in round_robin_schedule(n) for pair in round_]
-    return pairs[step % len(pairs)]

@@ -16,11 +16,11 @@ backend, so callers always get finite ratings.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TypeVar
 
 import trueskill
@@ -101,6 +101,22 @@ class RatingEnv:
         """The prior rating of an agent that has not played yet."""
         return Rating(self.mu, self.sigma)
 
+    def to_json(self) -> dict[str, float]:
+        """The constants, as stored with a ladder (every one explicit, defaults resolved)."""
+        return {"mu": self.mu, "sigma": self.sigma, "beta": float(self.beta),  # type: ignore[arg-type]
+                "tau": float(self.tau), "draw_probability": self.draw_probability}  # type: ignore[arg-type]
+
+    @staticmethod
+    def from_json(data: Mapping[str, float]) -> RatingEnv:
+        """The environment :meth:`to_json` wrote (one shared object per set of constants)."""
+        return _rating_env(float(data["mu"]), float(data["sigma"]), float(data["beta"]),
+                           float(data["tau"]), float(data["draw_probability"]))
+
+
+@functools.lru_cache(maxsize=64)
+def _rating_env(mu: float, sigma: float, beta: float, tau: float, draw: float) -> RatingEnv:
+    return RatingEnv(mu, sigma, beta, tau, draw)
+
 
 def _to_package(rating: Rating) -> trueskill.Rating:
     return trueskill.Rating(rating.mu, rating.sigma)
@@ -172,54 +188,3 @@ def rate_teams(
 
     return _with_precise_retry(update, env)
 
-
-@dataclass(frozen=True)
-class AgentRatings:
-    """One agent's ratings, one per role it has played (predator/prey, hider/seeker).
-
-    Symmetric games use a single role (``"player"``). Roles the agent never played
-    read as the environment's prior rating.
-    """
-
-    by_role: Mapping[str, Rating] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        # Copy, then freeze: callers cannot mutate our ratings through their dict.
-        object.__setattr__(self, "by_role", MappingProxyType(dict(self.by_role)))
-
-    def get(self, role: str, *, env: RatingEnv) -> Rating:
-        """The agent's rating in ``role`` (the prior if it never played it)."""
-        rating = self.by_role.get(role)
-        return env.new_rating() if rating is None else rating
-
-    def replace(self, role: str, rating: Rating) -> AgentRatings:
-        """A copy with ``role``'s rating replaced."""
-        return AgentRatings({**self.by_role, role: rating})
-
-
-def rate_roles(
-    agents: Sequence[AgentRatings],
-    roles: Sequence[str],
-    ranks: Sequence[int],
-    *,
-    env: RatingEnv,
-) -> list[AgentRatings]:
-    """Rates a match of an asymmetric game: each agent drives one team in one role.
-
-    Only the rating of the role each agent played changes; e.g. a predator win moves
-    the winner's ``predator`` rating and the loser's ``prey`` rating.
-
-    Args:
-        agents: Current ratings of the agent driving each team.
-        roles: The role each agent played (one per agent).
-        ranks: Finishing rank of each agent's team, 0 is best; equal ranks are draws.
-        env: The rating environment of this game.
-
-    Returns:
-        Updated ratings of each agent, in input order.
-    """
-    if not len(agents) == len(roles) == len(ranks):
-        raise ValueError("give one role and one rank per agent")
-    teams = [[agent.get(role, env=env)] for agent, role in zip(agents, roles)]
-    rated = rate_teams(teams, ranks, env=env)
-    return [agent.replace(role, team[0]) for agent, role, team in zip(agents, roles, rated)]

@@ -172,11 +172,6 @@ def opponent_distribution(
     return others, _pfsp(others, win_rates, config.weighting)
 
 
-def sample_opponent(ids: Sequence[str], probs: np.ndarray, rng: np.random.Generator) -> str:
-    """One opponent id drawn from :func:`opponent_distribution`'s output."""
-    return ids[int(rng.choice(len(ids), p=probs))]
-
-
 def expected_win_rate(ids: Sequence[str], probs: np.ndarray, win_rates: Mapping[str, float]) -> float:
     """The learner's win rate against its opponent distribution, self-play left out.
 

@@ -17,9 +17,10 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # local test cluster on loop
 def ray_cluster():
     """One local Ray cluster for the whole session: 2 CPUs, no dashboard, small store."""
     ray = pytest.importorskip("ray")
-    from arena.ray_runner import init_ray
+    from arena.runners.on_ray import init_ray
+    from arena.settings import Settings
 
-    init_ray(num_cpus=2, object_store_mb=256)
+    init_ray(Settings(ray_object_store_bytes=256 * 1024 * 1024), num_cpus=2)
     yield ray
     ray.shutdown()
 

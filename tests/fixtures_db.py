@@ -109,7 +109,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 @pytest.fixture
 def migrated_db_url(db_url: str) -> str:
     """``db_url`` upgraded to the latest migration."""
-    from arena.db import upgrade
+    from arena.storage.db import upgrade
 
     upgrade(db_url)
     return db_url
@@ -118,7 +118,7 @@ def migrated_db_url(db_url: str) -> str:
 @pytest.fixture
 def db_engine(migrated_db_url: str) -> Iterator[Engine]:
     """An engine on a migrated, empty database (disposed after the test)."""
-    from arena.db import make_engine
+    from arena.storage.db import make_engine
 
     engine = make_engine(migrated_db_url)
     try:
@@ -130,7 +130,7 @@ def db_engine(migrated_db_url: str) -> Iterator[Engine]:
 @pytest.fixture
 def db_session(db_engine: Engine) -> Iterator[Session]:
     """A session on a migrated, empty database; the test commits when it wants to."""
-    from arena.db import session_factory
+    from arena.storage.db import session_factory
 
     with session_factory(db_engine)() as session:
         yield session

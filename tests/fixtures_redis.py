@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from arena.redis_server import EmbeddedRedis, RedisUnavailable, connect_redis
+from arena.storage.redis_server import EmbeddedRedis, RedisUnavailable, connect_redis
 
 SYSTEM_REDIS_URL = os.environ.get("ARENA_TEST_SYSTEM_REDIS_URL", "redis://127.0.0.1:6379/0")
 _EMBEDDED_DBS = 16  # valkey's default number of logical databases; 0 is left unused

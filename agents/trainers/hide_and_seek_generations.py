@@ -11,7 +11,7 @@ arena's :class:`agents.neural.NeuralPolicy`). The outcome rule is ``hide_and_see
 more than half of the post-preparation steps), the seekers when it is negative, a draw
 at zero. Door blocking depends on the hiders alone (seekers are frozen during
 preparation), so it is a property of the hider generation. The per-episode results
-are plain tuples, ready for TrueSkill (:mod:`arena.hide_and_seek_learning`).
+are plain tuples, ready for TrueSkill (:mod:`benchmarks.support.hide_and_seek_learning`).
 """
 
 from __future__ import annotations

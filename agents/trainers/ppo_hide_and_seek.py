@@ -54,7 +54,9 @@ from torch import nn
 
 from agents.checkpoint import make_spec, save_checkpoint
 from agents.nets import build_net
-from envs.hide_and_seek_core import NUM_ACTIONS, HideAndSeekCore
+from agents.neural import resolve_device
+from agents.trainers.hide_and_seek_device import DeviceEpisodes, HostEpisodes
+from envs.hide_and_seek_core import NUM_ACTIONS
 
 if TYPE_CHECKING:
     from agents.trainers.hide_and_seek_generations import GenerationReport
@@ -106,6 +108,14 @@ class HideAndSeekPPOConfig:
     """share of envs where a learning team meets a uniformly drawn past generation"""
     seed: int = 0
     """seeds torch (init, sampling) and the layout draws"""
+    device: str = "cpu"
+    """where models, episodes and updates run: ``cpu``, ``cuda`` or ``auto``; off the CPU the
+    episodes step in the torch core (:class:`envs.device.hide_and_seek.TorchHideAndSeekCore`)"""
+    torch_core: bool = False
+    """on ``cpu``, step episodes in the torch core as on a GPU (for checking that path)"""
+    layout_bank: int = 0
+    """torch core only: 0 draws every episode's layout on the host (as the numpy core does);
+    k > 0 draws k layouts once and lets episodes pick among them on the device"""
 
 
 def team_rewards(rewards: np.ndarray) -> np.ndarray:
@@ -170,19 +180,23 @@ class HideAndSeekPPO:
     def __init__(self, config: HideAndSeekPPOConfig) -> None:
         self.cfg = cfg = config
         torch.manual_seed(cfg.seed)
-        self.core = HideAndSeekCore(cfg.num_envs, size=cfg.size, n_doors=cfg.n_doors,
-                                    box_by_door=cfg.box_by_door,
-                                    seekers_by_door=cfg.seekers_by_door)
+        self.device = resolve_device(cfg.device)
+        self.rng = np.random.default_rng(cfg.seed)
+        layout = {"size": cfg.size, "n_doors": cfg.n_doors, "box_by_door": cfg.box_by_door,
+                  "seekers_by_door": cfg.seekers_by_door}
+        self.envs = (DeviceEpisodes(cfg.num_envs, self.device, cfg.layout_bank, self.rng, **layout)
+                     if self.device.type != "cpu" or cfg.torch_core
+                     else HostEpisodes(cfg.num_envs, self.rng, **layout))
+        self.core = self.envs.core
         self.obs_dim = self.core.obs_dim
-        self.models = {role: TeamModel(self.obs_dim, cfg.hidden) for role in ROLES}
+        self.models = {role: TeamModel(self.obs_dim, cfg.hidden).to(self.device) for role in ROLES}
         self.optims = {
             role: torch.optim.Adam(m.parameters(), lr=cfg.lr, eps=1e-5)
             for role, m in self.models.items()
         }
-        self.rng = np.random.default_rng(cfg.seed)
-        self.gen = torch.Generator().manual_seed(cfg.seed)
+        self.gen = torch.Generator(self.device).manual_seed(cfg.seed)
         self.generations: list[dict[str, StateDict]] = []
-        self._frozen: dict[tuple[int, str], nn.Module] = {}
+        self._frozen: dict[tuple[int, str, str], nn.Module] = {}
         self.total_steps = 0
         self.updates = 0
         self.freeze()  # generation 0: the untrained start
@@ -191,19 +205,19 @@ class HideAndSeekPPO:
     def freeze(self) -> int:
         """Freeze both actors as the next generation (weights copied); returns its index."""
         snap = {
-            role: {k: v.detach().clone() for k, v in m.actor.state_dict().items()}
+            role: {k: v.detach().to("cpu", copy=True) for k, v in m.actor.state_dict().items()}
             for role, m in self.models.items()
         }
         self.generations.append(snap)
         return len(self.generations) - 1
 
-    def frozen_actor(self, generation: int, role: str) -> nn.Module:
-        """The frozen actor of ``role`` in ``generation`` (built once, then cached)."""
-        key = (generation, role)
+    def frozen_actor(self, generation: int, role: str, device: str | torch.device = "cpu") -> nn.Module:
+        """The frozen actor of ``role`` in ``generation`` on ``device`` (built once, then cached)."""
+        key = (generation, role, str(device))
         if key not in self._frozen:
             net = build_net("mlp", {"hidden": self.cfg.hidden}, (self.obs_dim,), NUM_ACTIONS)
             net.load_state_dict(self.generations[generation][role])
-            self._frozen[key] = net.eval().requires_grad_(False)
+            self._frozen[key] = net.to(device).eval().requires_grad_(False)
         return self._frozen[key]
 
     def save_generation(self, generation: int, out_dir: str | Path) -> dict[str, Path]:
@@ -230,31 +244,31 @@ class HideAndSeekPPO:
     @torch.no_grad()
     def _rollout(self) -> tuple[dict[str, Rollout], np.ndarray, float]:
         """Play one whole episode in every env; returns samples, hider returns, door rate."""
-        core, n = self.core, self.cfg.num_envs
+        core, n, dev = self.core, self.cfg.num_envs, self.device
         steps, prep = core.max_steps, core.prep_steps
-        obs, mask = core.reset(self.rng.integers(0, 2**31, size=n))
+        obs, mask = self.envs.reset()
         plan = self._opponent_plan()
         first = {"hider": 0, "seeker": prep}  # seekers decide nothing during preparation
         buf = {}
         for role in ROLES:
             t_len = steps - first[role]
-            live = torch.ones(n, dtype=torch.bool)
+            live = torch.ones(n, dtype=torch.bool, device=dev)
             if plan[role] is not None:
                 live[plan[role][0]] = False
             buf[role] = Rollout(
-                obs=torch.zeros((t_len, n, 2, self.obs_dim)),
-                mask=torch.zeros((t_len, n, 2, NUM_ACTIONS), dtype=torch.bool),
-                act=torch.zeros((t_len, n, 2), dtype=torch.long),
-                logp=torch.zeros((t_len, n, 2)), val=torch.zeros((t_len, n, 2)),
-                rew=torch.zeros((t_len, n, 2)), live=live,
+                obs=torch.zeros((t_len, n, 2, self.obs_dim), device=dev),
+                mask=torch.zeros((t_len, n, 2, NUM_ACTIONS), dtype=torch.bool, device=dev),
+                act=torch.zeros((t_len, n, 2), dtype=torch.long, device=dev),
+                logp=torch.zeros((t_len, n, 2), device=dev),
+                val=torch.zeros((t_len, n, 2), device=dev),
+                rew=torch.zeros((t_len, n, 2), device=dev), live=live,
             )
-        returns = np.zeros(n)
+        returns = torch.zeros(n, device=dev)
         for t in range(steps):
-            actions = np.zeros((n, 4), dtype=np.int64)
-            o_all, m_all = torch.from_numpy(obs), torch.from_numpy(mask)
+            actions = torch.zeros((n, 4), dtype=torch.long, device=dev)
             for team, role in enumerate(ROLES):
                 cols = slice(2 * team, 2 * team + 2)
-                o, m = o_all[:, cols], m_all[:, cols]
+                o, m = obs[:, cols], mask[:, cols]
                 if t < first[role]:
                     continue  # frozen seekers: noop
                 model = self.models[role]
@@ -263,22 +277,21 @@ class HideAndSeekPPO:
                 act, logp = act.view(n, 2), logp.view(n, 2)
                 if plan[role] is not None:
                     rows, g = plan[role]
-                    past = self.frozen_actor(g, role)
+                    past = self.frozen_actor(g, role, dev)
                     sub, _ = masked_sample(past, o[rows].reshape(-1, self.obs_dim),
                                            m[rows].reshape(-1, NUM_ACTIONS), self.gen)
                     act[rows] = sub.view(-1, 2)
                 b, i = buf[role], t - first[role]
                 b.obs[i], b.mask[i], b.act[i], b.logp[i] = o, m, act, logp
                 b.val[i] = model.critic(o.reshape(-1, self.obs_dim)).view(n, 2)
-                actions[:, cols] = act.numpy()
-            obs, rewards, _, mask = core.step(actions)
-            r = torch.from_numpy(team_rewards(rewards))
-            returns += r.numpy()
+                actions[:, cols] = act
+            obs, rewards, mask = self.envs.step(actions)
+            r = team_rewards(rewards)
+            returns += r
             buf["hider"].rew[t] = r[:, None]
             if t >= prep:
                 buf["seeker"].rew[t - prep] = -r[:, None]
-        door = float(core.door_block_status(locked=False).mean())
-        return buf, returns, door
+        return buf, returns.cpu().numpy().astype(np.float64), self.envs.door_block_rate()
 
     def update(self) -> UpdateStats:
         """Play one episode per env, then optimise both teams on their own samples."""
@@ -314,7 +327,7 @@ class HideAndSeekPPO:
         size = len(act)
         pg = vloss = ent = torch.zeros(())
         for _ in range(cfg.epochs):
-            perm = torch.randperm(size, generator=self.gen)
+            perm = torch.randperm(size, generator=self.gen, device=self.device)
             for lo in range(0, size, cfg.minibatch_size):
                 idx = perm[lo:lo + cfg.minibatch_size]
                 dist, value = model(obs[idx], mask[idx])

@@ -2,8 +2,10 @@
 
 CleanRL style: a ``@dataclass`` config with a docstring under each field, then the
 loop top to bottom. Thousands of boards advance together in a numpy core
-(:mod:`envs.board_core`); the learner plays one seat of every board, opponents the
-other. Opponents are any :class:`agents.policy.Policy` - frozen snapshots of the
+(:mod:`envs.board_core`) - or, with ``device="cuda"``, in a torch core on the GPU, where
+rollouts, GAE and updates then run without a host round trip per move
+(:mod:`agents.trainers.selfplay_device`) - the learner plays one seat of every board,
+opponents the other. Opponents are any :class:`agents.policy.Policy` - frozen snapshots of the
 learner and scripted baselines - sampled per board by the caller's ``pick_opponent``
 (the league plugs PFSP in there). The actor is a registry architecture
 (:mod:`agents.nets`), so a checkpoint is a plain Arena agent (safetensors + spec).
@@ -29,7 +31,9 @@ import torch
 from torch import nn
 
 from agents.nets import build_net
+from agents.neural import resolve_device
 from agents.policy import MatchRng, Policy
+from agents.trainers.selfplay_device import DeviceSelfPlayBoards, Rollout
 from envs.board_core import BoardCore
 
 
@@ -71,6 +75,12 @@ class PPOConfig:
     """gradient clipping"""
     seed: int = 0
     """seeds torch (init, sampling) and the opponents' random streams"""
+    device: str = "cpu"
+    """where the model, the rollouts and the updates run: ``cpu``, ``cuda`` or ``auto``; on
+    a GPU the boards and opponents run there too (:mod:`agents.trainers.selfplay_device`)"""
+    torch_core: bool = False
+    """on ``cpu``, step the boards with the torch core as on a GPU (slower there than the
+    numpy core; for checking the device path without one)"""
 
 
 def actor_hparams(config: PPOConfig) -> dict[str, Any]:
@@ -153,18 +163,25 @@ class SelfPlayPPO:
                  pick_opponent: Callable[[np.random.Generator], int] | None = None,
                  pick_opponents: Callable[[np.random.Generator, int], np.ndarray] | None = None) -> None:
         self.core, self.cfg = core, config
+        self.device = resolve_device(config.device)
         torch.manual_seed(config.seed)
         self.model = ActorCritic(core.obs_shape, core.num_actions, config.hidden, config.arch,
                                  actor_hparams(config), config.critic_hidden, config.shared_trunk)
+        self.model.to(self.device)
         self.optim = self._new_optimizer()
         self.rng = np.random.default_rng(config.seed)
         self.pick_opponent = pick_opponent or (lambda rng: 0)
         self.pick_opponents = pick_opponents
         n = config.num_envs
+        self.total_steps = 0
+        self.device_boards: DeviceSelfPlayBoards | None = None
+        if self.device.type != "cpu" or config.torch_core:
+            self.device_boards = DeviceSelfPlayBoards(core.env_id, n, self.device, config.seed,
+                                                      self._pick)
+            return
         self.batch = core.new_batch(n)
         self.learner_seat = self.rng.integers(0, 2, size=n).astype(np.int8)
         self.game_seed = self.rng.integers(0, 2**62, size=n)
-        self.total_steps = 0
         self.opponent = self._pick(n)
 
     def _new_optimizer(self) -> torch.optim.Adam:
@@ -191,10 +208,10 @@ class SelfPlayPPO:
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
         """Model weights (``model.*``) and Adam state (``optim.<i>.<name>``), as plain tensors."""
-        out = {f"model.{k}": v.detach().clone() for k, v in self.model.state_dict().items()}
+        out = {f"model.{k}": v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
         for i, state in self.optim.state_dict()["state"].items():
             for name, value in state.items():
-                out[f"optim.{i}.{name}"] = torch.as_tensor(value).detach().clone()
+                out[f"optim.{i}.{name}"] = torch.as_tensor(value).detach().to("cpu", copy=True)
         return out
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
@@ -243,14 +260,29 @@ class SelfPlayPPO:
         """Collect ``rollout_steps`` learner moves on every board, then optimise."""
         cfg, n = self.cfg, self.cfg.num_envs
         start = time.perf_counter()
-        steps = cfg.rollout_steps
+        if self.device_boards is not None:
+            roll = self.device_boards.collect(self.model, opponents, cfg.rollout_steps)
+        else:
+            roll = self._collect(opponents)
+        adv = gae(roll.rew, roll.val, roll.done, roll.next_value, cfg.gamma, cfg.gae_lambda)
+        returns = adv + roll.val
+        losses = self.optimise(roll.obs.flatten(0, 1), roll.mask.flatten(0, 1), roll.act.flatten(),
+                               roll.logp.flatten(), adv.flatten(), returns.flatten())
+        env_steps = n * cfg.rollout_steps
+        self.total_steps += env_steps
+        scores = roll.result_scores
+        games, wins, draws = len(scores), int((scores == 1.0).sum()), int((scores == 0.5).sum())
+        return UpdateStats(env_steps, games, wins, draws, games - wins - draws, *losses,
+                           time.perf_counter() - start, roll.result_opponents, scores)
+
+    def _collect(self, opponents: list[Policy]) -> Rollout:
+        """The numpy-core rollout (the CPU default: faster there than the torch core)."""
+        n, steps = self.cfg.num_envs, self.cfg.rollout_steps
         obs_buf = torch.zeros((steps, n, *self.core.obs_shape))
         mask_buf = torch.zeros((steps, n, self.core.num_actions), dtype=torch.bool)
         act_buf = torch.zeros((steps, n), dtype=torch.long)
         logp_buf, val_buf = torch.zeros((steps, n)), torch.zeros((steps, n))
         rew_buf, done_buf = torch.zeros((steps, n)), torch.zeros((steps, n))
-        games = wins = draws = 0
-        env_steps = 0
         result_opps, result_scores = [], []
         for t in range(steps):
             ended = self._opponents_move(opponents)
@@ -266,7 +298,6 @@ class SelfPlayPPO:
             obs_buf[t], mask_buf[t], act_buf[t] = o, m, action
             logp_buf[t], val_buf[t] = dist.log_prob(action), value
             self.core.play(self.batch, rows, action.numpy())
-            env_steps += n
             # The opponent replies now so the learner's reward for this move is known.
             self._opponents_move(opponents)
             finished = np.flatnonzero(self.batch.done)
@@ -275,9 +306,6 @@ class SelfPlayPPO:
             result[finished] = np.where(win < 0, 0.0, np.where(win == self.learner_seat[finished], 1.0, -1.0))
             rew_buf[t] = torch.as_tensor(result)
             done_buf[t] = torch.as_tensor(self.batch.done.astype(np.float32))
-            games += finished.size
-            wins += int((result[finished] > 0).sum())
-            draws += int((result[finished] == 0).sum())
             result_opps.append(self.opponent[finished].copy())
             result_scores.append((result[finished] + 1.0) / 2.0)
             self._reset_finished(finished)
@@ -285,14 +313,9 @@ class SelfPlayPPO:
             rows = np.arange(n)
             obs, mask = self.core.observe(self.batch, rows)
             _, next_value = self.model(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(mask))
-        adv = gae(rew_buf, val_buf, done_buf, next_value, cfg.gamma, cfg.gae_lambda)
-        returns = adv + val_buf
-        losses = self.optimise(obs_buf.flatten(0, 1), mask_buf.flatten(0, 1), act_buf.flatten(),
-                                logp_buf.flatten(), adv.flatten(), returns.flatten())
-        self.total_steps += env_steps
-        return UpdateStats(env_steps, games, wins, draws, games - wins - draws, *losses,
-                           time.perf_counter() - start, np.concatenate(result_opps),
-                           np.concatenate(result_scores).astype(np.float64))
+        return Rollout(obs_buf, mask_buf, act_buf, logp_buf, val_buf, rew_buf, done_buf, next_value,
+                       np.concatenate(result_opps),
+                       np.concatenate(result_scores).astype(np.float64))
 
     def optimise(self, obs: torch.Tensor, mask: torch.Tensor, act: torch.Tensor, old_logp: torch.Tensor,
                  adv: torch.Tensor, returns: torch.Tensor) -> tuple[float, float, float]:
@@ -301,7 +324,7 @@ class SelfPlayPPO:
         size = len(act)
         mb = size // cfg.minibatches
         for _ in range(cfg.epochs):
-            perm = torch.randperm(size)
+            perm = torch.randperm(size, device=obs.device)
             for lo in range(0, size, mb):
                 idx = perm[lo:lo + mb]
                 dist, value = self.model(obs[idx], mask[idx])

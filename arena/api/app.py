@@ -18,8 +18,8 @@ from arena.api.errors import install_error_handlers
 from arena.api.routes import api_router
 from arena.api.state import ApiState
 from arena.metrics import metrics_app
-from arena.services import Services, open_services
 from arena.settings import get_settings
+from arena.storage.wiring import Services, open_services
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +28,12 @@ API_VERSION = "1.0.0"
 
 def _start_background(stack: ExitStack, services: Services) -> None:
     """The scheduler (validation, ladders) on a thread, stopped with the app."""
+    from arena.ladder.background import BackgroundService
     from arena.runners import InProcessRunner
-    from arena.service import ArenaService
 
     runner = InProcessRunner(services.snapshot_cache_factory()())
     stack.callback(runner.close)
-    service = ArenaService(services, runner).start()
+    service = BackgroundService(services, runner).start()
     stack.callback(service.stop)
     log.info("background service started")
 
@@ -44,7 +44,7 @@ def create_app(services: Services | None = None, *, start_background: bool = Fal
     Args:
         services: Opened services to serve (the caller closes them); ``None`` opens
             them from the settings at startup and closes them at shutdown.
-        start_background: Also run the scheduler (:class:`arena.service.ArenaService`)
+        start_background: Also run the scheduler (:class:`arena.ladder.background.BackgroundService`)
             in this process while the app is up.
 
     Returns:
@@ -82,7 +82,7 @@ def create_app(services: Services | None = None, *, start_background: bool = Fal
     install_error_handlers(app)
     app.mount("/metrics", metrics_app())  # Prometheus text format (not part of the OpenAPI schema)
     app.include_router(api_router())
-    from arena.web import web_router  # the pages call the JSON API above
+    from arena.web.routes import web_router  # the pages call the JSON API above
 
     app.include_router(web_router())
     return app

@@ -18,9 +18,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from arena.api.state import ApiState
-from arena.db import repositories as repo
-from arena.services import Services
-from envs.errors import Forbidden, NotAuthenticated
+from arena.storage.db import repositories as repo
+from arena.storage.wiring import Services
+from envs.errors import NotAuthenticated
 
 # Longest token looked up: ours are 43 characters; anything much longer is not one.
 MAX_TOKEN_CHARS = 512
@@ -104,12 +104,4 @@ def current_user(user: Annotated[Principal | None, Depends(optional_user)]) -> P
     return user
 
 
-def require_admin(user: Annotated[Principal, Depends(current_user)]) -> Principal:
-    """The caller, who must be an admin; raises :class:`Forbidden` otherwise."""
-    if not user.is_admin:
-        raise Forbidden("this endpoint is for admins only")
-    return user
-
-
 UserDep = Annotated[Principal, Depends(current_user)]
-AdminDep = Annotated[Principal, Depends(require_admin)]

@@ -1,7 +1,8 @@
 """The one place where errors become HTTP responses.
 
-Every error a client can cause is an :class:`~envs.errors.ArenaError` subclass that
-carries its ``status_code``; one handler turns it into ``{"detail": message}``.
+Every error a client can cause is an :class:`~envs.errors.ArenaError` subclass;
+:data:`STATUS_CODES` says what each means over HTTP, and one handler turns it into
+``{"detail": message}`` with that status.
 Request validation (pydantic) becomes a 422 whose ``detail`` is a readable string too,
 so every error body has the same shape. Anything else is a bug: logged with its
 traceback and answered with a generic 500.
@@ -17,7 +18,21 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from arena.api.schemas import ConflictPublic, ErrorPublic
-from envs.errors import ArenaError, Conflict
+from arena.snapshots.pool import SnapshotCorrupt, SnapshotNotFound
+from envs.errors import (
+    ArenaError,
+    Conflict,
+    Forbidden,
+    InvalidParameter,
+    InvalidRecord,
+    InvalidSubmission,
+    NotAuthenticated,
+    PayloadTooLarge,
+    ServiceUnavailable,
+    UnknownAgent,
+    UnknownEnv,
+    UnknownMatch,
+)
 
 log = logging.getLogger(__name__)
 
@@ -42,15 +57,40 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     }
 
 
+STATUS_CODES: dict[type[ArenaError], int] = {
+    ArenaError: 400,
+    NotAuthenticated: 401,
+    Forbidden: 403,
+    UnknownEnv: 404,
+    UnknownAgent: 404,
+    UnknownMatch: 404,
+    SnapshotNotFound: 404,
+    Conflict: 409,
+    PayloadTooLarge: 413,
+    InvalidSubmission: 422,
+    InvalidRecord: 422,
+    InvalidParameter: 422,
+    SnapshotCorrupt: 500,
+    ServiceUnavailable: 503,
+}
+"""HTTP status of each error class; a subclass answers as its nearest listed ancestor."""
+
+
+def status_code_of(error: ArenaError) -> int:
+    """The HTTP status code ``error`` is answered with."""
+    return next(STATUS_CODES[cls] for cls in type(error).__mro__ if cls in STATUS_CODES)
+
+
 def _arena_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ArenaError)
     body: dict[str, Any] = {"detail": str(exc)}
     if isinstance(exc, Conflict) and exc.existing_id is not None:
         body["existing_id"] = exc.existing_id
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
-    if exc.status_code >= 500:
+    status = status_code_of(exc)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if status >= 500:
         log.error("%s %s failed: %s", request.method, request.url.path, exc)
-    return JSONResponse(body, status_code=exc.status_code, headers=headers)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _location(loc: tuple[Any, ...]) -> str:

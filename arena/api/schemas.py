@@ -8,13 +8,14 @@ is :class:`ErrorPublic`: ``{"detail": "<what to fix>"}``, ``detail`` always a st
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from arena.db.models import AGENT_STATUSES
+from arena.agent_status import AgentStatus
+from arena.read.boards import LeaderboardRow
+from arena.read.ratings import RatingStats
 
-AgentStatus = Literal[AGENT_STATUSES]  # type: ignore[valid-type]
 UserName = Annotated[
     str,
     Field(
@@ -69,7 +70,8 @@ class EnvPublic(BaseModel):
     roles: list[str]
     num_actions: int
     obs_shapes: list[list[int]]
-    archs: list[str] = Field(description="Architectures a submitted checkpoint may use.")
+    archs: list[str] = Field(description="Architectures a submitted checkpoint may use "
+                             "(onnx: an ONNX model of any architecture, see docs/onnx.md).")
     symmetric: bool = Field(description="Every team plays the same role (ladders, payoff).")
     description: str
 
@@ -79,17 +81,8 @@ class EnvsPublic(BaseModel):
     count: int
 
 
-class RatingPublic(BaseModel):
+class RatingPublic(RatingStats):
     role: str
-    mu: float
-    sigma: float
-    conservative: float = Field(description="mu - 3 sigma: the leaderboard's sort key.")
-    ci_low: float = Field(description="mu - 1.96 sigma (95% interval).")
-    ci_high: float = Field(description="mu + 1.96 sigma (95% interval).")
-    games: int
-    wins: int
-    draws: int
-    losses: int
 
 
 class AgentPublic(BaseModel):
@@ -98,6 +91,18 @@ class AgentPublic(BaseModel):
     name: str
     env: str
     kind: Literal["builtin", "neural"]
+    format: Literal["safetensors", "onnx"] | None = Field(
+        default=None, description="How a neural agent was submitted: safetensors weights of a "
+        "registry architecture, or an ONNX model; null for builtin agents."
+    )
+    arch: str | None = Field(
+        default=None, description="A neural agent's architecture: a registry arch (mlp, cnn) "
+        "or onnx; null for builtin agents."
+    )
+    hparams: dict[str, Any] | None = Field(
+        default=None, description="The spec's hyper-parameters (informational for onnx, e.g. "
+        "source_arch); null for builtin agents."
+    )
     owner: str | None
     status: AgentStatus
     status_reason: str
@@ -115,28 +120,6 @@ class AgentPublic(BaseModel):
 class AgentsPublic(BaseModel):
     data: list[AgentPublic]
     count: int
-
-
-class LeaderboardRow(BaseModel):
-    rank: int
-    rank_lo: int = Field(description="Best rank consistent with everyone's 95% intervals.")
-    rank_hi: int = Field(description="Worst rank consistent with everyone's 95% intervals.")
-    agent_id: int
-    key: str
-    name: str
-    kind: str
-    status: str
-    mu: float
-    sigma: float
-    conservative: float
-    ci_low: float
-    ci_high: float
-    games: int
-    wins: int
-    draws: int
-    losses: int
-    win_rate: float | None = Field(description="(wins + draws / 2) / games; null before a game.")
-    last_match_at: datetime | None
 
 
 class LeaderboardPublic(BaseModel):

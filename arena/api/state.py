@@ -22,11 +22,11 @@ from typing import Any, TypeVar
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from arena.api.boards import BoardCache, VersionedCache
-from arena.db import repositories as repo
-from arena.db.repositories.dialect import dialect_name
-from arena.services import Services
-from arena.snapshot_cache import SnapshotCache
+from arena.read.boards import BoardCache, VersionedCache
+from arena.snapshots.cache import SnapshotCache
+from arena.storage.db import repositories as repo
+from arena.storage.db.repositories.dialect import dialect_name
+from arena.storage.wiring import Services
 
 # A board is refreshed when its marker moves, and reloaded in full after this many seconds.
 BOARD_MAX_AGE_S = 300.0
@@ -124,7 +124,7 @@ class ApiState:
         fresh_s: How old served data may be (``ARENA_PAGE_CACHE_S``).
         newest_match_seq: The newest match seq a read has returned. Every match with
             a smaller seq is committed already (seq order is commit order, see
-            :mod:`arena.db.repositories.matches`), so a page of the log before it is
+            :mod:`arena.storage.db.repositories.matches`), so a page of the log before it is
             final.
     """
 

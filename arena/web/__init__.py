@@ -2,9 +2,5 @@
 
 Server-rendered Jinja2 templates (``templates/``) with small vanilla scripts and one
 stylesheet (``static/``), all served by the app itself: no CDN, no external fonts.
-Include :func:`web_router` in the API app to serve them.
+:func:`arena.web.routes.web_router` returns the router the API app includes.
 """
-
-from arena.web.routes import web_router
-
-__all__ = ["web_router"]

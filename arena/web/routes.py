@@ -5,7 +5,7 @@
 else needs registering. Handlers find the database through the app: the API's
 ``app.state.api`` (:class:`arena.api.state.ApiState`, whose board cache the
 leaderboard page shares), else ``app.state.services`` (an
-:class:`arena.services.Services`) or ``app.state.sessions`` (a session factory).
+:class:`arena.storage.wiring.Services`) or ``app.state.sessions`` (a session factory).
 
 Every page renders its data on the server, so it reads fine without JavaScript; the
 scripts in ``static/`` then make it live (leaderboard polling, charts, replay
@@ -27,10 +27,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.api.errors import error_responses
 from arena.api.routes import API_PREFIX
 from arena.api.state import ApiState
-from arena.db import repositories as repo
-from arena.web import filters
-from arena.web.frames import match_frames
-from arena.web.views import (
+from arena.read.frames import match_frames
+from arena.read.pages import (
     agent_data,
     env_summaries,
     leaderboard_data,
@@ -38,6 +36,8 @@ from arena.web.views import (
     payoff_data,
     recent_matches,
 )
+from arena.storage.db import repositories as repo
+from arena.web.filters import FILTERS
 from envs.errors import UnknownEnv
 from envs.registry import get_spec
 
@@ -51,7 +51,7 @@ POLL_MS = 2000
 def make_templates() -> Jinja2Templates:
     """The Jinja2 environment of the pages, with Arena's formatting filters."""
     templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
-    templates.env.filters.update(filters.FILTERS)
+    templates.env.filters.update(FILTERS)
     templates.env.globals.update(api=API_PREFIX, poll_ms=POLL_MS)
     return templates
 

@@ -14,8 +14,8 @@ from agents.neural import NeuralPolicy
 from agents.trainers.hide_and_seek_generations import train_generations
 from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, HideAndSeekPPOConfig
 from arena.engine import play_matches
-from arena.hide_and_seek_learning import hide_and_seek_section, rate_generations
-from arena.matchplan import plan_matches
+from arena.engine.plan import plan_matches
+from benchmarks.support.hide_and_seek_learning import hide_and_seek_section, rate_generations
 from envs.registry import get_spec
 
 ENV = "hide_and_seek-v0"

@@ -12,7 +12,7 @@ from agents.checkpoint import load_checkpoint, make_spec, save_checkpoint
 from agents.neural import NeuralPolicy
 from agents.trainers.ppo_selfplay import PPOConfig, SelfPlayPPO
 from arena.engine import play_matches
-from arena.matchplan import plan_matches
+from arena.engine.plan import plan_matches
 from envs.registry import get_spec
 from envs.tictactoe import TicTacToeCore
 

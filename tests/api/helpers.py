@@ -10,10 +10,10 @@ from fastapi.testclient import TestClient
 
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
-from arena.db import repositories as repo
-from arena.ladder import Ladder, LadderConfig
+from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.runners import AgentSource, InProcessRunner
-from arena.services import Services
+from arena.storage.db import repositories as repo
+from arena.storage.wiring import Services
 
 ENV = "tictactoe-v3"
 TINY = {"hidden": [8]}  # ~1 KB of weights: fits the tests' 4 KiB upload limit
@@ -54,7 +54,7 @@ def auth(token: str) -> dict[str, str]:
 def seed_ladder(services: Services, keys: list[str], matches: int, env: str = ENV,
                 seed: int = 1) -> dict[str, int]:
     """Play ``matches`` rated matches of builtin ``keys``; returns their agent ids."""
-    ladder = Ladder(services.sessions, LadderConfig(env, batch_size=200, seed=seed))
+    ladder = open_ladder(services.sessions, LadderConfig(env, batch_size=200, seed=seed))
     ladder.add_agents([AgentSource(key=k, builtin=k) for k in keys])
     runner = InProcessRunner()
     try:

@@ -48,10 +48,10 @@ def test_metrics_endpoint_counts_recorded_matches(migrated_db_url, redis_url, tm
     from fastapi.testclient import TestClient
 
     from arena.api.app import create_app
-    from arena.ladder import Ladder, LadderConfig
+    from arena.ladder.dispatch import LadderConfig, open_ladder
     from arena.runners import AgentSource, InProcessRunner
-    from arena.services import open_services
     from arena.settings import Settings
+    from arena.storage.wiring import open_services
 
     settings = Settings(data_dir=tmp_path, database_url=migrated_db_url, redis_url=redis_url)
     with open_services(settings) as services, TestClient(create_app(services)) as client:
@@ -61,7 +61,7 @@ def test_metrics_endpoint_counts_recorded_matches(migrated_db_url, redis_url, tm
                        if line.startswith("arena_matches_played_total{") and 'env="tictactoe-v3"' in line)
 
         before = played()
-        ladder = Ladder(services.sessions, LadderConfig("tictactoe-v3", batch_size=50))
+        ladder = open_ladder(services.sessions, LadderConfig("tictactoe-v3", batch_size=50))
         ladder.add_agents([AgentSource(key=k, builtin=k) for k in ("heuristic", "random")])
         ladder.run(InProcessRunner(), 150)
         assert played() - before == 150

@@ -6,8 +6,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from arena.api import create_app
-from arena.api.boards import OFF_BOARD, BoardCache, VersionedCache, build_board, refresh_board
-from arena.db import repositories as repo
+from arena.read.boards import BoardCache, VersionedCache, read_board, refresh_board
+from arena.storage.db import repositories as repo
 from tests.api.helpers import API, ENV, seed_ladder
 
 KEYS = ["heuristic", "heuristic:epsilon=0.3", "heuristic:epsilon=0.7", "random"]
@@ -37,7 +37,7 @@ def test_board_follows_matches_and_status_changes_made_elsewhere(client, service
 
 def full_board(services, version=None):
     with services.sessions() as session:
-        return build_board(repo.board_rows(session, ENV, "player", OFF_BOARD), version)
+        return read_board(session, ENV, "player", version)
 
 
 def test_incremental_refresh_equals_a_full_reload(client, services):
@@ -139,14 +139,14 @@ def test_leaderboard_pages_are_reused_within_the_cache_window(migrated_db_url, r
     from fastapi.testclient import TestClient
 
     from arena.api.app import create_app
-    from arena.ladder import Ladder, LadderConfig
+    from arena.ladder.dispatch import LadderConfig, open_ladder
     from arena.runners import AgentSource, InProcessRunner
-    from arena.services import open_services
     from arena.settings import Settings
+    from arena.storage.wiring import open_services
 
     settings = Settings(page_cache_s=0.3, data_dir=tmp_path, database_url=migrated_db_url, redis_url=redis_url)
     with open_services(settings) as services:
-        ladder = Ladder(services.sessions, LadderConfig("tictactoe-v3", batch_size=100))
+        ladder = open_ladder(services.sessions, LadderConfig("tictactoe-v3", batch_size=100))
         ladder.add_agents([AgentSource(key=k, builtin=k) for k in ("heuristic", "random")])
         ladder.run(InProcessRunner(), 100)
         with TestClient(create_app(services)) as client:

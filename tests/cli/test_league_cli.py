@@ -20,8 +20,8 @@ def test_league_train_then_status(tmp_path):
     from fastapi.testclient import TestClient
 
     from arena.api import create_app
-    from arena.services import open_services
     from arena.settings import Settings
+    from arena.storage.wiring import open_services
 
     with open_services(Settings(data_dir=tmp_path)) as services, TestClient(create_app(services)) as client:
         page = client.get("/envs/tictactoe-v3")

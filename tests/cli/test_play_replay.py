@@ -41,9 +41,11 @@ def test_play_writes_records_and_replay_reproduces_them(tmp_path):
 
 def test_replay_exits_nonzero_on_a_tampered_record(tmp_path):
     out = tmp_path / "r.jsonl"
-    run("play", "--env", "tictactoe-v3", "--agents", "heuristic,random", "--matches", "20", "--out", str(out), cwd=tmp_path)
+    run("play", "--env", "tictactoe-v3", "--agents", "heuristic,random", "--matches", "20", "--out", str(out),
+        cwd=tmp_path)
     records = [json.loads(x) for x in out.read_text().splitlines()]
-    records[3]["scores"] = [records[3]["scores"][1], records[3]["scores"][0]] if records[3]["winner"] is not None else [1.0, -1.0]
+    scores = records[3]["scores"]
+    records[3]["scores"] = [scores[1], scores[0]] if records[3]["winner"] is not None else [1.0, -1.0]
     out.write_text("".join(json.dumps(r) + "\n" for r in records) + "not json\n")
     res = run("replay", str(out), cwd=tmp_path)
     assert res.returncode == 1

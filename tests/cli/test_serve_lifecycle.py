@@ -18,12 +18,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from arena.db import make_engine, models, session_factory
-from arena.db import repositories as repo
-from arena.recorder import rebuild_ratings
-from arena.redis_server import free_port
+from arena.ladder.recorder import rebuild_ratings
+from arena.storage.db import make_engine, models, session_factory
+from arena.storage.db import repositories as repo
+from arena.storage.redis_server import free_port
 from envs.registry import get_spec
-from league.ratings import RatingEnv
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
@@ -113,5 +112,5 @@ def test_serve_survives_sigterm_and_sigkill_with_nothing_lost_or_doubled(tmp_pat
     assert rows == distinct
     assert {n for _, n in per_match} == {2}
     for env_id in ENVS:
-        report = rebuild_ratings(sessions, get_spec(env_id), RatingEnv())
+        report = rebuild_ratings(sessions, get_spec(env_id))
         assert report.equal, report.mismatches

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from arena.services import Services, open_services
 from arena.settings import Settings
+from arena.storage.wiring import Services, open_services
 from tests.client.live import LiveServer
 
 

@@ -11,9 +11,9 @@ import pytest
 
 from agents.neural import write_checkpoint
 from arena.client import ArenaClient, ArenaHTTPError
-from arena.db import repositories as repo
-from arena.ladder import Ladder, LadderConfig
+from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.runners import AgentSource, InProcessRunner
+from arena.storage.db import repositories as repo
 
 C4 = "connect_four-v3"
 BUILTINS = ("heuristic", "heuristic:epsilon=0.5", "random")
@@ -21,7 +21,7 @@ BUILTINS = ("heuristic", "heuristic:epsilon=0.5", "random")
 
 def play_ladder(arena, matches: int = 120) -> dict[str, int]:
     """Rated matches between the built-in agents on the server's database; ``{key: id}``."""
-    ladder = Ladder(arena.services.sessions, LadderConfig(C4, batch_size=60, seed=3))
+    ladder = open_ladder(arena.services.sessions, LadderConfig(C4, batch_size=60, seed=3))
     ladder.add_agents([AgentSource(key=k, builtin=k) for k in BUILTINS])
     runner = InProcessRunner()
     try:
@@ -111,7 +111,8 @@ def test_leaderboard_matches_challenge_history_payoff(arena, user):
         before = {r["agent_id"]: r["games"] for r in rows}
         result = client.challenge(C4, [ids["heuristic"], rand], matches=2)
         assert len(result["match_ids"]) == 2 == len(result["results"])
-        assert {tuple(m["agent_ids"]) for m in result["results"]} == {(ids["heuristic"], rand), (rand, ids["heuristic"])}
+        lineups = {tuple(m["agent_ids"]) for m in result["results"]}
+        assert lineups == {(ids["heuristic"], rand), (rand, ids["heuristic"])}
         assert client.matches(env=C4, limit=2)["data"][0]["id"] in result["match_ids"]
         after = {r["agent_id"]: r["games"] for r in client.leaderboard(C4)["data"]}
         assert after == before  # unrated by default

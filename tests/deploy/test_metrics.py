@@ -12,7 +12,7 @@ from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from arena.engine import MatchRecord
-from arena.matchplan import plan_matches
+from arena.engine.plan import plan_matches
 from arena.metrics import (
     ArenaMetrics,
     default_metrics,
@@ -178,7 +178,7 @@ def test_separate_metrics_objects_do_not_share_counts(played) -> None:
 @pytest.mark.ray
 @pytest.mark.xdist_group("ray")
 def test_real_ray_worker_stats_feed_workers_alive(ray_cluster) -> None:
-    from arena.ray_runner import RayMatchRunner
+    from arena.runners.on_ray import RayMatchRunner
 
     metrics = ArenaMetrics()
     runner = RayMatchRunner(num_workers=2)

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import trueskill
 
-from league.ratings import AgentRatings, Rating, RatingEnv, rate_1v1, rate_roles, rate_teams
+from league.rating_book import RatingBook, Standing
+from league.ratings import Rating, RatingEnv, rate_1v1, rate_teams
 from league.ratings_fast import (
     TRUSTED_MIN_WIN_X,
     Result1v1,
@@ -186,14 +187,14 @@ def test_apply_results_is_sequential_and_does_not_mutate_input() -> None:
 
 
 def test_role_ratings_update_only_the_role_played() -> None:
-    predator, prey = AgentRatings(), AgentRatings({"predator": Rating(30.0, 4.0)})
-    # The prey agent plays prey (never played it: prior); predator team loses.
-    new_predator, new_prey = rate_roles([predator, prey], ["predator", "prey"], [1, 0], env=ENV)
+    book = RatingBook(ENV, {("b", "predator"): Standing(Rating(30.0, 4.0), games=3)})
+    # "b" plays prey (never played it: the prior); the predator team ("a") loses.
+    book.apply(["a", "b"], ["predator", "prey"], winner=1)
     winner, loser = rate_1v1(NEW, NEW, env=ENV)
-    assert new_predator.by_role == {"predator": loser}
-    assert new_prey.by_role == {"predator": Rating(30.0, 4.0), "prey": winner}
-    assert new_prey.get("hider", env=ENV) == NEW
-    assert prey.by_role == {"predator": Rating(30.0, 4.0)}  # inputs untouched
+    assert_rating(book.rating(("a", "predator")), loser.mu, loser.sigma)
+    assert_rating(book.rating(("b", "prey")), winner.mu, winner.sigma)
+    assert book.standings[("b", "predator")] == Standing(Rating(30.0, 4.0), games=3)  # untouched
+    assert book.rating(("b", "hider")) == NEW
 
 
 def test_conservative_score_and_interval() -> None:

@@ -1,6 +1,6 @@
 """A small real arena database for the web tests: ladders played, one simple_tag match.
 
-Everything goes through the real code paths: :class:`~arena.ladder.Ladder` with the
+Everything goes through the real code paths: :class:`~arena.ladder.dispatch.Ladder` with the
 :class:`~arena.runners.InProcessRunner` records rated matches (ratings, rating
 events, participants), and an unrated ``simple_tag`` match is played by the engine
 and stored through the repositories, as the service stores validation matches.
@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session, sessionmaker
 
 from agents.catalog import make_policy
-from arena.db import make_engine, session_factory, upgrade
-from arena.db import repositories as repo
 from arena.engine import MatchEngine, MatchJob
-from arena.ladder import Ladder, LadderConfig
-from arena.recorder import participant_rows
+from arena.ladder.dispatch import Ladder, LadderConfig, open_ladder
+from arena.ladder.recorder import record_unrated
+from arena.ladder.registration import register_builtin_agents
 from arena.runners import AgentSource, InProcessRunner
+from arena.storage.db import make_engine, session_factory, upgrade
 from envs.registry import get_spec
 
 C4 = "connect_four-v3"
@@ -55,7 +55,7 @@ def seed_arena(url: str, c4_matches: int = 300, ttt_matches: int = 60) -> Seeded
     sessions = session_factory(make_engine(url))
     arena = SeededArena(url, sessions)
     for env_id, agents, n in ((C4, C4_AGENTS, c4_matches), (TTT, ("heuristic", "random"), ttt_matches)):
-        ladder = Ladder(sessions, LadderConfig(env_id, batch_size=100, seed=11))
+        ladder = open_ladder(sessions, LadderConfig(env_id, batch_size=100, seed=11))
         ladder.add_agents([AgentSource(key=a, builtin=a) for a in agents])
         arena.ladders[env_id] = ladder
         arena.play(env_id, n)
@@ -75,8 +75,6 @@ def record_unrated_tag_match(sessions: sessionmaker[Session], seed: int = 5) -> 
     finally:
         engine.close()
     with sessions.begin() as session:
-        repo.ensure_env(session, TAG, {"seats": list(spec.seats), "roles": list(spec.roles)})
-        ids = repo.get_or_create_agents(session, TAG, sorted(set(record.seats)), "builtin")
-        seqs = repo.insert_matches(session, [repo.match_row(record, rated=False)])
-        repo.insert_participants(session, participant_rows(spec, record, seqs[record.match_id], ids))
+        ids = register_builtin_agents(session, TAG, sorted(set(record.seats)))
+    record_unrated(sessions, spec, [record], ids)
     return record.match_id

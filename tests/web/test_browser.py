@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from fastapi import FastAPI
 
-from arena.db import repositories as repo
-from arena.web.views import MAX_CHART_POINTS
+from arena.read.pages import MAX_CHART_POINTS
+from arena.storage.db import repositories as repo
 from tests.web.seed import C4, SeededArena
 
 pytestmark = pytest.mark.browser
@@ -113,7 +113,7 @@ def test_leaderboard_updates_live_without_reload(page: object, server: str, seed
         board = repo.board_rows(session, C4, "player")
     shown_mu = page.eval_on_selector_all("#leaderboard tbody tr[data-agent]",
                                          "trs => trs.map(tr => tr.children[3].textContent)")
-    assert shown_mu == [f"{r.mu:.2f}" for r in board]
+    assert shown_mu == [f"{r.rating.mu:.2f}" for r in board]
     assert "Live" in page.locator("#live-status").inner_text()
 
 

@@ -12,11 +12,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from arena.db import repositories as repo
 from arena.engine.records import MatchRecord
-from arena.web import web_router
-from arena.web.frames import match_frames
-from arena.web.routes import STATIC_DIR, TEMPLATES_DIR
+from arena.read.frames import match_frames
+from arena.storage.db import repositories as repo
+from arena.web.routes import STATIC_DIR, TEMPLATES_DIR, web_router
 from envs.registry import make_env
 from tests.web.seed import C4, C4_AGENTS, NEWCOMER, NEWCOMER_MATCHES, TAG, TTT, SeededArena
 
@@ -63,11 +62,11 @@ def test_leaderboard_ranks_agents_by_conservative_rating(client: TestClient, see
         board = repo.board_rows(session, C4, "player")
     rows = re.findall(r'<tr data-agent="(\d+)" data-games="(\d+)"', html)
     assert [int(a) for a, _ in rows] == [r.agent_id for r in board]
-    assert [int(g) for _, g in rows] == [r.games for r in board]
+    assert [int(g) for _, g in rows] == [r.rating.games for r in board]
     assert len(rows) == len(C4_AGENTS) + 1
     assert board[0].key == "heuristic" and board[-1].key == NEWCOMER  # few games: low mu - 3 sigma
     for r in board:
-        assert f">{r.mu:.2f}<" in html and f">{r.conservative:.2f}<" in html
+        assert f">{r.rating.mu:.2f}<" in html and f">{r.rating.conservative:.2f}<" in html
         assert f">{r.name}</a>" in html
     api = client.get("/api/v1/leaderboard", params={"env": C4, "role": "player"}).json()
     shown = re.findall(r'<span class="range" title="plausible ranks">([^<]*)</span>', html)
@@ -114,7 +113,8 @@ def test_agent_page_has_ratings_history_matches_and_head_to_head(client: TestCli
     assert history["player"][-1]["mu"] == pytest.approx(rating.mu)
     assert '<svg id="rating-chart"' in html
     # Head to head: every match of this ladder was against one of the others.
-    h2h = re.findall(r'<a href="/agents/(\d+)">[^<]+</a></th>\s*<td class="n">(\d+)</td><td class="n">(\d+) / (\d+) / (\d+)</td>', html)
+    h2h = re.findall(r'<a href="/agents/(\d+)">[^<]+</a></th>\s*<td class="n">(\d+)</td>'
+                     r'<td class="n">(\d+) / (\d+) / (\d+)</td>', html)
     assert len(h2h) == len([pair for pair in pairs if pair[0] == agent.id]) >= 2
     assert sum(int(g) for _, g, *_ in h2h) == rating.games
     for other, games, w, d, losses in h2h:
@@ -235,7 +235,8 @@ def test_payoff_page_shows_the_win_rate_heatmap_and_nash_mixture(client: TestCli
     assert "for symmetric games" in tag
 
 
-def test_assets_are_served_locally_and_pages_reference_nothing_external(client: TestClient, seeded: SeededArena) -> None:
+def test_assets_are_served_locally_and_pages_reference_nothing_external(
+        client: TestClient, seeded: SeededArena) -> None:
     for path in sorted(STATIC_DIR.iterdir()):
         response = client.get(f"/static/{path.name}")
         assert response.status_code == 200 and response.content == path.read_bytes()

@@ -8,13 +8,14 @@ from fastapi import APIRouter, Path, Query, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from arena.agent_status import AgentStatus
 from arena.api.deps import ServicesDep, SessionDep, UserDep
 from arena.api.errors import error_responses
-from arena.api.schemas import MAX_ID, AgentPublic, AgentsPublic, AgentStatus, HistoryPublic
-from arena.api.submissions import FIELD_HELP, form_limits, parse_submission, submit_agent
+from arena.api.schemas import MAX_ID, AgentPublic, AgentsPublic, HistoryPublic
 from arena.api.upload import read_form
-from arena.api.views import agents_public
-from arena.db import repositories as repo
+from arena.ladder.submissions import FIELD_HELP, form_limits, parse_submission, submit_agent
+from arena.read.summaries import agents_public
+from arena.storage.db import repositories as repo
 from envs.errors import Forbidden, InvalidParameter, UnknownAgent
 from envs.registry import get_spec
 
@@ -28,7 +29,10 @@ _UPLOAD_SCHEMA = {
         "required": ["weights", "spec", "env"],
         "properties": {
             "weights": {"type": "string", "format": "binary",
-                        "description": "safetensors weights (at most ARENA_MAX_UPLOAD_BYTES)."},
+                        "description": "safetensors weights of a registry arch, or an ONNX "
+                        "model (.onnx) when the spec's arch is \"onnx\"; at most "
+                        "ARENA_MAX_UPLOAD_BYTES. See docs/onnx.md for what an ONNX model "
+                        "must satisfy."},
             "spec": {"type": "string", "description": "agent.json: text or a file."},
             "env": {"type": "string", "description": "Env id; must equal the spec's env."},
             "name": {"type": "string", "description": "Display name (default: the spec's)."},
@@ -47,14 +51,19 @@ def _agent(session: Session, agent_id: int) -> repo.AgentInfo:
 @router.post(
     "/agents", status_code=201, response_model=AgentPublic,
     responses=error_responses(401, 409, 413, 422), openapi_extra={"requestBody": _UPLOAD_SCHEMA},
-    description=f"Submit a neural agent as multipart/form-data ({FIELD_HELP}). It is validated "
-    "in full before anything is stored and starts out `queued`.",
+    description=f"Submit a neural agent as multipart/form-data ({FIELD_HELP}). The spec's "
+    "`arch` says what `weights` is: safetensors weights of a registry architecture (`mlp`, "
+    "`cnn`), or an ONNX model for `\"arch\": \"onnx\"` (one float32 input `[batch, "
+    "*obs_shape]` with a dynamic batch axis, one float32 output `[batch, num_actions]`, "
+    "standard operators of opset 13-21, no external data). It is validated in full (an ONNX "
+    "model also runs on probe batches of real observations) before anything is stored and "
+    "starts out `queued`.",
 )
 async def create_agent(request: Request, user: UserDep, services: ServicesDep) -> AgentPublic:
     """Submit a checkpoint; a rejected upload stores nothing."""
     fields = await read_form(request, form_limits(services.settings.max_upload_bytes))
     submission = parse_submission(fields)
-    agent_id = await run_in_threadpool(submit_agent, services, user, submission)
+    agent_id = await run_in_threadpool(submit_agent, services, user.user_id, user.name, submission)
 
     def load() -> AgentPublic:
         with services.sessions() as session:
@@ -101,8 +110,8 @@ def retire_agent(agent_id: AgentIdPath, user: UserDep, services: ServicesDep) ->
         agent = _agent(session, agent_id)
         if not user.is_admin and (agent.owner_id is None or agent.owner_id != user.user_id):
             raise Forbidden(f"agent {agent_id} is not yours; only its owner can retire it")
-        if agent.status != "retired":
-            repo.set_agent_status(session, agent_id, "retired", f"retired by {user.name}")
+        if agent.status != AgentStatus.RETIRED:
+            repo.set_agent_status(session, agent_id, AgentStatus.RETIRED, f"retired by {user.name}")
     with services.sessions() as session:
         return AgentPublic(**agents_public(session, [_agent(session, agent_id)])[0])
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from arena.api.challenges import play_challenge
 from arena.api.deps import StateDep, UserDep
 from arena.api.errors import error_responses
 from arena.api.schemas import ChallengeCreate, ChallengePublic, MatchSummary
-from arena.api.views import match_summaries
+from arena.ladder.challenges import play_challenge
+from arena.read.summaries import match_summaries
 
 router = APIRouter(tags=["challenges"])
 
@@ -18,7 +18,8 @@ router = APIRouter(tags=["challenges"])
 def create_challenge(body: ChallengeCreate, user: UserDep, state: StateDep) -> ChallengePublic:
     """Play ``matches`` matches between the agents (one per team; seats alternate in
     symmetric games) and record them, rated or not."""
-    played = play_challenge(state, user, body.env, list(body.agents), body.matches, body.rated)
+    played = play_challenge(state.services.sessions, state.policies, user.name, body.env, list(body.agents),
+                            body.matches, body.rated)
     with state.services.sessions() as session:
         results = [MatchSummary(**m) for m in match_summaries(session, played)]
     return ChallengePublic(match_ids=[m.id for m in played], results=results)

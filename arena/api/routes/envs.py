@@ -6,12 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from agents.checkpoint_spec import ONNX_ARCH
 from agents.nets import ARCHS
-from arena.api.boards import load_board, payoff_matrix
 from arena.api.deps import SessionDep, StateDep
 from arena.api.errors import error_responses
 from arena.api.schemas import EnvPublic, EnvsPublic, PayoffPublic
-from arena.db import repositories as repo
+from arena.read.boards import payoff_matrix
+from arena.storage.db import repositories as repo
 from envs.errors import InvalidParameter
 from envs.registry import get_spec, list_envs
 from envs.spec import EnvSpec
@@ -24,7 +25,7 @@ def env_public(spec: EnvSpec) -> EnvPublic:
     return EnvPublic(
         id=spec.env_id, seats=list(spec.seats), teams=[list(t) for t in spec.teams],
         roles=list(spec.roles), num_actions=spec.num_actions,
-        obs_shapes=[list(s) for s in spec.obs_shapes], archs=sorted(ARCHS),
+        obs_shapes=[list(s) for s in spec.obs_shapes], archs=sorted([*ARCHS, ONNX_ARCH]),
         symmetric=spec.symmetric, description=spec.description,
     )
 
@@ -58,6 +59,6 @@ def payoff(
         )
     role = spec.roles[0]
     version = repo.board_version(session, env)
-    board = load_board(session, state.boards, env, role, version)
+    board = state.boards.get(session, env, role, version)
     body = state.payoffs.get((env, role, top), version, lambda: payoff_matrix(session, board, top))
     return PayoffPublic(env=env, role=role, **body)

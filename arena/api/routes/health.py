@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 
 from arena.api.deps import ServicesDep
 from arena.api.schemas import HealthPublic
-from arena.db import repositories as repo
+from arena.storage.db import repositories as repo
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["health"])

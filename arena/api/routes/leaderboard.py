@@ -1,4 +1,4 @@
-"""``GET /leaderboard``: an env's ranked agents with rank ranges (see ``arena.api.boards``)."""
+"""``GET /leaderboard``: an env's ranked agents with rank ranges (see ``arena.read.boards``)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from arena.api.boards import Board, board_page, load_board
 from arena.api.errors import error_responses
 from arena.api.schemas import LeaderboardPublic
 from arena.api.state import ApiState
+from arena.read.boards import Board, board_page
 from envs.errors import InvalidParameter
 from envs.registry import get_spec
 
@@ -54,4 +54,4 @@ def _current_board(state: ApiState, env: str, role: str, checked_within_s: float
     """The board, its version checked now unless a read queued before this one did so
     less than ``checked_within_s`` ago."""
     with state.services.sessions() as session:
-        return state.boards.recent(env, role, checked_within_s) or load_board(session, state.boards, env, role)
+        return state.boards.recent(env, role, checked_within_s) or state.boards.get(session, env, role)

@@ -12,8 +12,8 @@ from arena.api.deps import SessionDep
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, MatchesPublic, MatchPublic
 from arena.api.state import ApiState
-from arena.api.views import match_summaries
-from arena.db import repositories as repo
+from arena.read.summaries import match_summaries
+from arena.storage.db import repositories as repo
 from envs.errors import InvalidParameter, UnknownMatch
 from envs.registry import get_spec
 

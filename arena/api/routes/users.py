@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from arena.api.deps import ServicesDep, UserDep
 from arena.api.errors import error_responses
 from arena.api.schemas import UserCreate, UserCreated, UserPublic
-from arena.db import repositories as repo
+from arena.storage.db import repositories as repo
 from envs.errors import Conflict
 
 router = APIRouter(tags=["users"])

@@ -1,0 +1,8 @@
+"""ONNX agents: untrusted ``.onnx`` policies checked, run and exported.
+
+* :mod:`~agents.onnx_agents.model`: static checks of the protobuf before any runtime sees it.
+* :mod:`~agents.onnx_agents.session`: restricted onnxruntime sessions with deadlines.
+* :mod:`~agents.onnx_agents.probe`: probe observations from real play.
+* :mod:`~agents.onnx_agents.policy`: validation and the batched :class:`OnnxPolicy`.
+* :mod:`~agents.onnx_agents.export`: our registry checkpoints as ONNX.
+"""

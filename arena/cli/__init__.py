@@ -1,0 +1,29 @@
+"""The ``arena`` command line. Output goes through rich; work is done by the library.
+
+Commands live in one module per concept and register themselves on :data:`app`:
+:mod:`~arena.cli.matches` (play, replay, demo, envs), :mod:`~arena.cli.operate`
+(serve, ladder, leaderboard, ratings, db), :mod:`~arena.cli.remote` (user, agent,
+submit, challenge, matches against a server) and :mod:`~arena.cli.leagues` (league).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+
+from arena.cli import leagues, matches, operate, remote
+
+app = typer.Typer(help="Arena: multi-agent self-play matches, ladders and leagues.", no_args_is_help=True)
+for module in (matches, operate, remote, leagues):
+    module.register(app)
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""``arena league``: train an AlphaStar-style PPO league on the services, and show its state."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Group
+from rich.table import Table
+
+from arena.cli.console import console, fail
+from envs.errors import ArenaError
+
+league_app = typer.Typer(help="Self-play training leagues (PPO learners in AlphaStar roles).",
+                         no_args_is_help=True)
+
+
+
+
+def learners_table(progress, title: str) -> Table:
+    """Live numbers per learner: updates, steps/s, win rates against its main opponents."""
+    table = Table(title=title)
+    for col in ("learner", "role", "gen", "updates", "env steps", "steps/s", "win rate", "vs current",
+                "top opponents (p, win rate)"):
+        table.add_column(col, justify="left" if col in ("learner", "role", "top opponents (p, win rate)")
+                         else "right")
+    for lp in progress.learners:
+        opps = ", ".join(f"{name} ({p:.2f}, {x:.2f})" for name, p, x in lp.opponents)
+        table.add_row(lp.name, lp.role, str(lp.generation), str(lp.updates), f"{lp.env_steps:,}",
+                      f"{lp.steps_per_s:,.0f}", f"{lp.win_rate:.2f}", f"{lp.expected_win_rate:.2f}", opps)
+    return table
+
+
+def ratings_table(ratings: dict[str, list[float]], title: str) -> Table:
+    """Snapshots and baselines by TrueSkill mu."""
+    table = Table(title=title)
+    for col in ("#", "agent", "mu", "sigma", "mu-3sigma"):
+        table.add_column(col, justify="left" if col == "agent" else "right", no_wrap=col == "agent")
+    order = sorted(ratings.items(), key=lambda kv: -(kv[1][0] - 3 * kv[1][1]))
+    for rank, (name, (mu, sigma)) in enumerate(order, 1):
+        table.add_row(str(rank), name, f"{mu:.2f}", f"{sigma:.2f}", f"{mu - 3 * sigma:.2f}")
+    return table
+
+
+@league_app.command("train")
+def train(
+    env: str = typer.Option("connect_four-v3", help="Two-player board env with a vectorized core."),
+    minutes: float = typer.Option(10.0, min=0.0, help="Training time budget of this run."),
+    name: str = typer.Option("main", help="League name (resumes a saved league of this name)."),
+    roles: str = typer.Option("main,main_exploiter,league_exploiter",
+                              help="Comma-separated learner roles: main, main_exploiter, league_exploiter."),
+    eval_matches: int = typer.Option(60, min=0, help="Rated matches per agent after training (0: skip)."),
+    threads: int = typer.Option(2, min=1, help="torch CPU threads."),
+    seed: int = typer.Option(0, help="Master seed."),
+) -> None:
+    """Train a league for N minutes with a live display, then rate every generation and plot it."""
+    import time
+
+    import torch
+    from rich.live import Live
+
+    from arena.storage.wiring import open_services
+    from arena.training.trainer import LeagueConfig, LeagueTrainer
+
+    torch.set_num_threads(threads)
+    config = LeagueConfig(name=name, env_id=env, minutes=minutes, seed=seed,
+                          roles=tuple(r.strip() for r in roles.split(",") if r.strip()))
+    try:
+        with open_services() as services:
+            trainer = LeagueTrainer(services, config)
+            if trainer.resumed:
+                console.print(f"resuming league [bold]{name}[/]: {trainer.state.updates} updates, "
+                              f"{len(trainer.state.snapshots)} snapshots")
+            events: list[str] = []
+            with Live(console=console, refresh_per_second=2) as live:
+                last = [0.0]
+
+                def show(p) -> None:
+                    if p.event:
+                        events.append(p.event)
+                    if time.perf_counter() - last[0] < 0.5 and not p.event:
+                        return
+                    last[0] = time.perf_counter()
+                    head = (f"[bold]{name}[/] on {env}: {p.elapsed / 60:.1f}/{minutes:g} min, "
+                            f"{p.updates} updates, {p.env_steps:,} env steps, {p.steps_per_s:,.0f} steps/s, "
+                            f"{p.snapshots} snapshots" + (f" (last: {events[-1]})" if events else ""))
+                    parts = [head, learners_table(p, "learners")]
+                    if p.ratings:
+                        parts.append(ratings_table(p.ratings, "ladder ratings so far"))
+                    live.update(Group(*parts))
+
+                result = trainer.run(show)
+            console.print()
+            console.print(f"trained {result.updates} updates, {result.env_steps:,} env steps "
+                          f"({result.steps_per_s:,.0f}/s); {len(trainer.state.snapshots)} snapshots in pool "
+                          f"{trainer.pool_name}")
+            if eval_matches:
+                with console.status("rating every generation on the ladder..."):
+                    ratings = trainer.report(eval_matches)
+                console.print(ratings_table(ratings, f"league {name}: ladder ratings"))
+                console.print(f"plot: [bold]{trainer.state.plot}[/]")
+            console.print(f"state: {trainer.dir.root}  (tensorboard --logdir {trainer.dir.tb_dir})")
+    except (ArenaError, ValueError) as exc:
+        fail(str(exc))
+
+
+@league_app.command("status")
+def status(name: str = typer.Option("main", help="League name.")) -> None:
+    """Show a saved league: learners, snapshots, ratings, files."""
+    from arena.settings import get_settings
+    from arena.training.state import LeagueDir
+
+    league_dir = LeagueDir(get_settings().data_dir, name)
+    if not league_dir.exists():
+        fail(f"no league {name!r} under {league_dir.root.parent}; start one with `arena league train --name {name}`")
+    state = league_dir.load_state()
+    console.print(f"league [bold]{state.name}[/] on {state.env_id}: {state.runs} runs, "
+                  f"{state.seconds / 60:.1f} min trained, {state.updates} updates, {state.env_steps:,} env steps")
+    table = Table(title="learners")
+    for col in ("learner", "role", "generation", "updates", "env steps", "resets", "win rates (decayed)"):
+        table.add_column(col)
+    names = state.snapshot_names()
+    for lr in state.learners:
+        rates = sorted(((names.get(o, o), lr.table.win_rate(o)) for o in lr.table.opponents()),
+                       key=lambda t: t[1])[:4]
+        table.add_row(lr.name, lr.role, str(lr.generation), str(lr.updates), f"{lr.env_steps:,}",
+                      str(lr.resets), ", ".join(f"{o} {x:.2f}" for o, x in rates))
+    console.print(table)
+    snaps = Table(title="snapshots")
+    for col in ("name", "agent key", "updates", "env steps", "reason", "mu", "sigma"):
+        snaps.add_column(col)
+    for s in state.snapshots:
+        mu, sigma = state.ratings.get(s.name, ("-", "-"))
+        snaps.add_row(s.name, s.key, str(s.updates), f"{s.env_steps:,}", s.reason,
+                      f"{mu:.2f}" if mu != "-" else mu, f"{sigma:.2f}" if sigma != "-" else sigma)
+    console.print(snaps)
+    if state.plot:
+        console.print(f"plot: {state.plot}")
+    console.print(f"state: {league_dir.root}")
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``arena league`` to the main app."""
+    app.add_typer(league_app, name="league")

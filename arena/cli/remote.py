@@ -1,0 +1,344 @@
+"""CLI commands that talk to an Arena server over HTTP (through :class:`arena.client.ArenaClient`).
+
+``arena user create``, ``arena login``, ``arena submit``, ``arena agent ...``,
+``arena challenge``, ``arena matches``, and ``arena leaderboard --server URL``. Every
+remote command takes ``--server`` (default ``$ARENA_SERVER``, else
+``http://127.0.0.1:8000``). ``arena agent init`` and ``arena agent export-onnx`` are
+local: the first writes a fresh, randomly initialized policy the server accepts, the
+second converts a checkpoint into an ONNX submission.
+
+Exit codes: 2 for what the user can fix (a 4xx answer, bad options, a missing file),
+1 for a server that fails (5xx) or cannot be reached.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from arena.cli.console import _fmt, console, fail, leaderboard_table
+from arena.client import (
+    DEFAULT_SERVER,
+    ArenaClient,
+    ArenaConnectionError,
+    ArenaHTTPError,
+    save_token,
+)
+from envs.errors import ArenaError
+
+user_app = typer.Typer(help="Users of an Arena server.", no_args_is_help=True)
+agent_app = typer.Typer(help="Create, inspect and retire agents.", no_args_is_help=True)
+
+SERVER_HELP = "Arena server URL (env ARENA_SERVER)."
+TOKEN_HELP = "API token (env ARENA_TOKEN; default: the file `arena user create` saved)."
+
+
+def _server_option() -> Any:
+    return typer.Option(DEFAULT_SERVER, "--server", envvar="ARENA_SERVER", help=SERVER_HELP)
+
+
+def _token_option() -> Any:
+    return typer.Option(None, "--token", envvar="ARENA_TOKEN", help=TOKEN_HELP, show_default=False)
+
+
+
+
+@contextmanager
+def remote(server: str, token: str | None = None) -> Iterator[ArenaClient]:
+    """An :class:`ArenaClient` whose errors end the command with a clear message.
+
+    A 4xx answer or a local :class:`ArenaError` exits 2; a 5xx answer or an
+    unreachable server exits 1.
+    """
+    try:
+        with ArenaClient(server, token=token) as client:
+            yield client
+    except ArenaHTTPError as exc:
+        fail(f"{exc.detail} (HTTP {exc.status} from {server})", 1 if exc.status >= 500 else 2)
+    except ArenaConnectionError as exc:
+        fail(str(exc), 1)
+    except (ArenaError, ValueError) as exc:
+        fail(str(exc))
+
+
+def agent_table(agent: dict[str, Any]) -> Table:
+    """One agent as a two-column table, ratings included."""
+    table = Table(title=f"agent {agent.get('id')}", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    for field in ("id", "name", "key", "env", "kind", "format", "arch", "owner", "status",
+                  "status_reason",
+                  "created_at", "queue_position", "expected_matches_to_settle"):
+        if field in agent and agent[field] not in (None, ""):
+            table.add_row(field, _fmt(agent[field]))
+    for rating in agent.get("ratings") or []:
+        table.add_row(
+            f"rating ({rating.get('role', '?')})",
+            f"mu {_fmt(rating.get('mu'))}  sigma {_fmt(rating.get('sigma'))}  "
+            f"mu-3sigma {_fmt(rating.get('conservative'))}  games {_fmt(rating.get('games'))}",
+        )
+    return table
+
+
+def remote_leaderboard(server: str, env: str, role: str, limit: int, offset: int = 0) -> None:
+    """Prints the leaderboard of ``env`` as served by ``server`` (``arena leaderboard --server``)."""
+    with remote(server) as client:
+        board = client.leaderboard(env, role or None, limit=limit, offset=offset)
+    console.print(leaderboard_table(board))
+
+
+# -- users ---------------------------------------------------------------------------
+
+
+@user_app.command("create")
+def user_create(
+    name: str = typer.Argument(..., help="User name (unique on the server)."),
+    server: str = _server_option(),
+    save: bool = typer.Option(True, "--save/--no-save", help="Save the token for later commands."),
+) -> None:
+    """Create a user; prints its API token once and saves it (mode 0600)."""
+    with remote(server, token="") as client:
+        user = client.create_user(name)
+    console.print(f"created user [bold]{user['name']}[/] (id {user['id']})")
+    console.print(f"API token (shown once): [bold]{user['token']}[/]")
+    if save:
+        path = save_token(user["token"])
+        console.print(f"token saved to {path}; later commands use it (or set ARENA_TOKEN)")
+
+
+def login(
+    token: str = typer.Option(..., prompt="API token", hide_input=True, envvar="ARENA_TOKEN",
+                              help="The token `arena user create` printed."),
+    server: str = _server_option(),
+    check: bool = typer.Option(True, "--check/--no-check", help="Verify the token with the server first."),
+) -> None:
+    """Save an existing API token for later commands (mode 0600)."""
+    token = token.strip()
+    if not token:
+        fail("the token is empty")
+    if check:
+        with remote(server, token) as client:
+            user = client.me()
+        console.print(f"token of user [bold]{user['name']}[/] on {server}")
+    console.print(f"token saved to {save_token(token)}")
+
+
+@user_app.command("me")
+def user_me(server: str = _server_option(), token: str | None = _token_option()) -> None:
+    """Show the user the current token belongs to."""
+    with remote(server, token) as client:
+        user = client.me()
+    console.print(f"{user['name']} (id {user['id']}{', admin' if user.get('is_admin') else ''})")
+
+
+# -- agents --------------------------------------------------------------------------
+
+
+def submit(
+    path: Path = typer.Argument(
+        ..., help="agent.safetensors or agent.onnx (its agent.json spec beside it)."
+    ),
+    env: str = typer.Option("", help="Env id (default: the spec's env)."),
+    name: str = typer.Option("", help="Display name (default: the spec's name, else the agent key)."),
+    wait: bool = typer.Option(False, "--wait/--no-wait", help="Wait until placement is over."),
+    timeout: float = typer.Option(600.0, help="Seconds --wait waits at most."),
+    server: str = _server_option(),
+    token: str | None = _token_option(),
+) -> None:
+    """Upload a checkpoint or an ONNX model; prints its id, status and place in the queue."""
+    with remote(server, token) as client:
+        agent = client.submit_agent(path, name=name or None, env=env or None)
+        console.print(agent_table(agent))
+        console.print(f"submitted as agent [bold]{agent['id']}[/]; follow it with "
+                      f"`arena agent show {agent['id']}`")
+        if wait:
+            with console.status(f"waiting for agent {agent['id']} to be rated"):
+                agent = client.wait_for_status(agent["id"], {"rated", "rejected", "retired"}, timeout)
+            console.print(agent_table(agent))
+    if wait and agent.get("status") == "rejected":
+        fail(f"agent {agent['id']} was rejected: {agent.get('status_reason') or 'no reason given'}")
+
+
+@agent_app.command("init")
+def agent_init(
+    env: str = typer.Option("connect_four-v3", help="Registered env id."),
+    arch: str = typer.Option("mlp", help="Architecture from Arena's registry: mlp or cnn."),
+    hparams: str = typer.Option("{}", help='Hyper-parameters as JSON, e.g. \'{"hidden": [64, 64]}\'.'),
+    seed: int = typer.Option(0, help="Initialization seed (same seed, same weights)."),
+    role: str = typer.Option("", help="Role to play (needed when the env has several)."),
+    name: str = typer.Option("", help="Display name stored in the spec."),
+    out: Path = typer.Option(Path("agent.safetensors"), help="Weights path; the .json spec goes beside it."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+) -> None:
+    """Write a freshly initialized policy (weights + spec) that the server accepts."""
+    from envs.registry import get_spec
+
+    try:
+        params = json.loads(hparams)
+    except ValueError as exc:
+        fail(f"--hparams is not valid JSON ({exc}); e.g. '{{\"hidden\": [64, 64]}}'")
+    if not isinstance(params, dict):
+        fail("--hparams must be a JSON object, e.g. '{\"hidden\": [64, 64]}'")
+    try:
+        get_spec(env)  # fail fast, before importing torch
+    except ArenaError as exc:
+        fail(str(exc))
+    from agents.checkpoint import checkpoint_paths
+    from agents.nets import count_parameters
+    from agents.neural import write_checkpoint
+
+    weights_path, spec_path = checkpoint_paths(out)
+    existing = [str(p) for p in (weights_path, spec_path) if p.exists()]
+    if existing and not force:
+        fail(f"{', '.join(existing)} already exist(s); pass --force to overwrite")
+    try:
+        ck = write_checkpoint(weights_path, env, arch, params, seed=seed, role=role or None,
+                              name=name or None)
+    except (ArenaError, ValueError) as exc:
+        fail(str(exc))
+    spec = ck.spec
+    n_params = count_parameters(spec.arch, spec.hparams, spec.obs_shape, spec.num_actions)
+    console.print(f"wrote [bold]{weights_path}[/] and [bold]{spec_path}[/]")
+    console.print(f"{spec.arch} {json.dumps(spec.hparams)} for {spec.env} ({spec.role}): "
+                  f"{n_params:,} parameters, sha256 {ck.sha256[:16]}")
+    console.print(f"submit it with `arena submit {weights_path}`")
+
+
+@agent_app.command("export-onnx")
+def agent_export_onnx(
+    checkpoint: Path = typer.Argument(..., help="agent.safetensors (its agent.json spec beside it)."),
+    out: Path = typer.Option(None, help="The .onnx to write (default: <stem>-onnx.onnx beside "
+                             "the checkpoint); its .json spec goes beside it."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+) -> None:
+    """Convert a checkpoint into an ONNX submission (model + spec), validated as the server will."""
+    target = out if out is not None else checkpoint.with_name(f"{checkpoint.stem}-onnx.onnx")
+    if target.suffix not in (".onnx", ".json"):
+        target = target.with_name(f"{target.name}.onnx")
+    model_path, spec_path = target.with_suffix(".onnx"), target.with_suffix(".json")
+    if spec_path.resolve() == checkpoint.with_suffix(".json").resolve():
+        fail(f"{spec_path} is the checkpoint's own spec; write the model under another name (--out)")
+    existing = [str(p) for p in (model_path, spec_path) if p.exists()]
+    if existing and not force:
+        fail(f"{', '.join(existing)} already exist(s); pass --force to overwrite")
+    from agents.onnx_agents.export import export_onnx_file  # torch and onnx only now
+
+    try:
+        model = export_onnx_file(checkpoint, model_path)
+    except ArenaError as exc:
+        fail(str(exc))
+    spec = model.spec
+    console.print(f"wrote [bold]{model_path}[/] and [bold]{spec_path}[/] "
+                  f"({len(model.data):,} bytes, opset {model.opset})")
+    console.print(f"onnx (from {spec.hparams.get('source_arch')}) for {spec.env} ({spec.role}): "
+                  f"sha256 {model.sha256[:16]}")
+    console.print(f"submit it with `arena submit {model_path}`")
+
+
+@agent_app.command("show")
+def agent_show(
+    agent_id: int = typer.Argument(..., help="Agent id."),
+    server: str = _server_option(),
+) -> None:
+    """Show one agent: status, queue position, ratings."""
+    with remote(server) as client:
+        agent = client.agent(agent_id)
+    console.print(agent_table(agent))
+
+
+@agent_app.command("list")
+def agent_list(
+    env: str = typer.Option("", help="Only agents of this env."),
+    owner: str = typer.Option("", help="Only agents of this user."),
+    status: str = typer.Option("", help="Only agents in this status."),
+    limit: int = typer.Option(50, min=1, help="Rows to show."),
+    offset: int = typer.Option(0, min=0, help="Rows to skip."),
+    server: str = _server_option(),
+) -> None:
+    """List agents on the server."""
+    with remote(server) as client:
+        page = client.agents(env or None, owner or None, status or None, limit=limit, offset=offset)
+    table = Table(title=f"agents ({page.get('count', len(page['data']))} in all)")
+    for col in ("id", "name", "env", "kind", "owner", "status", "created_at"):
+        table.add_column(col, justify="right" if col == "id" else "left")
+    for a in page["data"]:
+        table.add_row(*(_fmt(a.get(c)) for c in ("id", "name", "env", "kind", "owner", "status",
+                                                 "created_at")))
+    console.print(table)
+
+
+@agent_app.command("delete")
+def agent_delete(
+    agent_id: int = typer.Argument(..., help="Agent id."),
+    server: str = _server_option(),
+    token: str | None = _token_option(),
+) -> None:
+    """Retire (delete) one of your agents; its matches stay in the log."""
+    with remote(server, token) as client:
+        client.delete_agent(agent_id)
+    console.print(f"agent {agent_id} deleted")
+
+
+# -- matches -------------------------------------------------------------------------
+
+
+def challenge(
+    agent_a: int = typer.Argument(..., help="First agent id."),
+    agent_b: int = typer.Argument(..., help="Second agent id."),
+    env: str = typer.Option("", help="Env id (default: the first agent's env)."),
+    matches: int = typer.Option(2, min=1, help="Matches to play (seats alternate)."),
+    rated: bool = typer.Option(False, "--rated/--unrated", help="Whether the results move ratings."),
+    server: str = _server_option(),
+    token: str | None = _token_option(),
+) -> None:
+    """Play matches between two agents now and print the results."""
+    with remote(server, token) as client:
+        env = env or client.agent(agent_a)["env"]
+        result = client.challenge(env, [agent_a, agent_b], matches=matches, rated=rated)
+    console.print(results_table(result.get("results") or [], f"challenge {agent_a} vs {agent_b}"))
+    console.print(f"{len(result.get('match_ids') or [])} matches recorded "
+                     f"({'rated' if rated else 'unrated'})")
+
+
+def results_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """Match summaries: id, seats, winner, termination."""
+    table = Table(title=title)
+    for col in ("match", "seats", "winner", "termination", "scores"):
+        table.add_column(col)
+    for m in rows:
+        seats = m.get("seats") or m.get("agents") or []
+        seat_names = [s.get("name") or s.get("key") or str(s.get("agent_id")) if isinstance(s, dict)
+                      else str(s) for s in seats]
+        winner = m.get("winner")
+        table.add_row(str(m.get("id") or m.get("match_id") or "-")[:8], " vs ".join(seat_names),
+                      "draw" if winner is None else str(winner), _fmt(m.get("termination")),
+                      " ".join(_fmt(s, 1) for s in m.get("scores") or []))
+    return table
+
+
+def list_matches(
+    env: str = typer.Option("", help="Only matches of this env."),
+    agent: int | None = typer.Option(None, help="Only matches this agent played."),
+    limit: int = typer.Option(20, min=1, help="Matches to show (newest first)."),
+    server: str = _server_option(),
+) -> None:
+    """Recent matches, newest first (follows the server's cursors)."""
+    with remote(server) as client:
+        rows = list(client.iter_matches(env or None, agent, page_size=min(limit, 100), max_items=limit))
+    console.print(results_table(rows, "matches, newest first"))
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the client commands to the main ``arena`` app."""
+    app.add_typer(user_app, name="user")
+    app.add_typer(agent_app, name="agent")
+    app.command("login")(login)
+    app.command("submit")(submit)
+    app.command("challenge")(challenge)
+    app.command("matches")(list_matches)

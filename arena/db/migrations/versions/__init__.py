@@ -1,1 +1,0 @@
-"""Revision scripts, applied in order by ``arena.db.upgrade``."""

@@ -1,0 +1,117 @@
+"""How envs and agents enter a ladder: the one way to register each.
+
+* :func:`register_env` stores an env once, with the TrueSkill constants of its ladder;
+  every rating of the env (live, rebuilt, shown) is computed with the stored ones
+  (:func:`ladder_rating_env`), so ``arena ratings rebuild`` replays the match log with
+  the constants the ladder used.
+* :func:`register_builtin_agents` adds scripted agents (always valid: they go straight
+  to placement).
+* :func:`register_snapshot_agent` turns weights into a neural agent: snapshot row, agent
+  row and the weights in the snapshot pool, in one transaction (submissions, league
+  snapshots, demo agents and ``arena ladder run file:...`` all come through here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy.orm import Session
+
+from agents.checkpoint import CheckpointSpec
+from arena.agent_status import AgentStatus
+from arena.storage.db import repositories as repo
+from envs.registry import get_spec
+from league.ratings import RatingEnv
+
+DEFAULT_RATING_ENV = RatingEnv()
+"""The TrueSkill constants a new ladder starts with."""
+
+
+class SnapshotSink(Protocol):
+    """Where weights are kept for workers (:class:`~arena.snapshots.pool.RedisSnapshotPool`)."""
+
+    def put(self, weights: bytes, spec: CheckpointSpec, pool: str,
+            meta: Mapping[str, Any] | None = None) -> str:
+        ...
+
+
+@dataclass(frozen=True)
+class RegisteredAgent:
+    """A neural agent as stored: its id, ladder key and the sha256 of its weights."""
+
+    id: int
+    key: str
+    sha256: str
+
+
+def register_env(session: Session, env_id: str, rating_env: RatingEnv | None = None) -> RatingEnv:
+    """Store ``env_id`` (if new) with its ladder's TrueSkill constants; return the stored ones.
+
+    Args:
+        rating_env: Constants for a new ladder (default :data:`DEFAULT_RATING_ENV`); an
+            env already stored keeps the constants it has.
+    """
+    repo.ensure_env(session, get_spec(env_id), (rating_env or DEFAULT_RATING_ENV).to_json())
+    return ladder_rating_env(session, env_id)
+
+
+def ladder_rating_env(session: Session, env_id: str) -> RatingEnv:
+    """The TrueSkill constants of ``env_id``'s ladder (the defaults before it is registered)."""
+    stored = repo.get_env_rating(session, env_id)
+    return RatingEnv.from_json(stored) if stored else DEFAULT_RATING_ENV
+
+
+def register_builtin_agents(session: Session, env_id: str, keys: Iterable[str]) -> dict[str, int]:
+    """Scripted agents by builtin name (``heuristic:epsilon=0.3``); ``{key: id}``."""
+    register_env(session, env_id)
+    return repo.get_or_create_agents(session, env_id, keys, "builtin", status=AgentStatus.PLACEMENT)
+
+
+def snapshot_agent_key(arch: str, sha256: str) -> str:
+    """The ladder key of a neural agent: its architecture and the start of its weights' hash."""
+    return f"{arch}-{sha256[:16]}"
+
+
+def register_snapshot_agent(
+    session: Session,
+    pool: SnapshotSink,
+    weights: bytes,
+    spec: CheckpointSpec,
+    *,
+    pool_name: str,
+    name: str,
+    owner_id: int | None = None,
+    status: AgentStatus = AgentStatus.QUEUED,
+    league_id: int | None = None,
+    parent_sha256: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> RegisteredAgent:
+    """Store ``weights`` as a neural agent of ``spec.env`` (idempotent for the same weights).
+
+    The snapshot and agent rows are written first and the weights go to the pool last,
+    inside the caller's transaction: if the pool fails, the transaction rolls back and
+    no row refers to missing weights.
+
+    Args:
+        session: The caller's transaction.
+        pool: The snapshot pool workers load weights from.
+        weights: safetensors bytes, already validated against ``spec``.
+        pool_name: The pool's name (``submissions.<env>``, ``league.<name>.<env>``).
+        name: Display name of a new agent.
+        owner_id: The submitting user, if any.
+        status: Status of a new agent (``queued``: the service validates it first).
+        league_id, parent_sha256: Lineage of a league snapshot.
+        meta: Extra snapshot metadata kept in the pool.
+    """
+    sha = hashlib.sha256(weights).hexdigest()
+    key = snapshot_agent_key(spec.arch, sha)
+    register_env(session, spec.env)
+    repo.put_snapshot(session, sha, env_id=spec.env, spec=spec.to_json(), size_bytes=len(weights),
+                      league_id=league_id, parent_sha256=parent_sha256)
+    ids = repo.get_or_create_agents(session, spec.env, [key], "neural", names={key: name},
+                                    owner_id=owner_id, status=status, snapshot_sha256=sha)
+    pool.put(weights, spec, pool=pool_name, meta={"agent_key": key, **(meta or {})})
+    return RegisteredAgent(ids[key], key, sha)

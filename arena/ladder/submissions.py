@@ -1,0 +1,136 @@
+"""Submitting a neural agent: validate everything first, then store it in one go.
+
+Order matters for the promise "a rejected upload stores nothing": the form fields,
+the env, the spec and the weights are checked before anything is written. The spec's
+arch says what the weights are: safetensors of a registry arch
+(:func:`agents.checkpoint.load_checkpoint_bytes`: header, names, shapes, dtypes,
+finiteness) or, for ``"arch": "onnx"``, an ONNX model
+(:func:`agents.onnx_agents.policy.validate_onnx_bytes`: protobuf, opsets, operators,
+external data, declared tensor sizes, signature, then probe batches of real
+observations under a deadline). Storing is one database transaction (env row, snapshot metadata, agent
+row) inside which the weights go to the snapshot pool last; if the pool fails, the
+transaction rolls back and no row refers to missing weights.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from agents.checkpoint import CheckpointSpec, load_checkpoint_bytes, validate_spec
+from agents.checkpoint_spec import MAX_SPEC_BYTES, ONNX_ARCH
+from arena.ladder.registration import register_snapshot_agent, snapshot_agent_key
+from arena.storage.db import repositories as repo
+from arena.storage.wiring import Services
+from envs.errors import Conflict, InvalidSubmission, UnknownEnv
+from envs.registry import get_spec
+
+log = logging.getLogger(__name__)
+
+FIELD_HELP = (
+    "fields: weights (the .safetensors file, or the .onnx model when the spec's arch is "
+    "onnx), spec (agent.json as text or file), env (env id) and optionally name"
+)
+_SHORT_FIELD_BYTES = 256
+_AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.:+-]{0,63}$")
+
+
+def form_limits(max_upload_bytes: int) -> dict[str, int]:
+    """Byte limit of every field of ``POST /agents``."""
+    return {"weights": max_upload_bytes, "spec": MAX_SPEC_BYTES, "name": _SHORT_FIELD_BYTES,
+            "env": _SHORT_FIELD_BYTES}
+
+
+@dataclass(frozen=True)
+class Submission:
+    """The fields of an upload, present and decoded (not yet validated as a checkpoint)."""
+
+    weights: bytes
+    spec: bytes
+    env: str
+    name: str | None
+
+
+def _text(fields: dict[str, bytes], name: str) -> str | None:
+    raw = fields.get(name)
+    if raw is None:
+        return None
+    try:
+        return raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise InvalidSubmission(f"form field {name!r} must be UTF-8 text") from None
+
+
+def parse_submission(fields: dict[str, bytes]) -> Submission:
+    """Check that the required fields are there and decode the text ones.
+
+    Raises:
+        InvalidSubmission: A field is missing, empty or not text; the name is malformed.
+    """
+    missing = [f for f in ("weights", "spec", "env") if not fields.get(f)]
+    if missing:
+        raise InvalidSubmission(f"missing or empty form field(s) {', '.join(missing)}; {FIELD_HELP}")
+    env = _text(fields, "env") or ""
+    name = _text(fields, "name") or None
+    if name is not None and not _AGENT_NAME.fullmatch(name):
+        raise InvalidSubmission(
+            f"name {name[:80]!r} must be 1-64 characters: letters, digits, space and _.:+- "
+            "(starting with a letter or digit)"
+        )
+    return Submission(fields["weights"], fields["spec"], env, name)
+
+
+def validate_weights(services: Services, sub: Submission) -> tuple[CheckpointSpec, str]:
+    """Validate the spec, then the weights as the format its arch names; ``(spec, sha256)``.
+
+    Raises:
+        InvalidSubmission: What to fix in the spec or the weights.
+    """
+    limit = services.settings.max_upload_bytes
+    spec = validate_spec(sub.spec)
+    if spec.arch != ONNX_ARCH:
+        checkpoint = load_checkpoint_bytes(sub.weights, spec.to_json(), max_bytes=limit)
+        return checkpoint.spec, checkpoint.sha256
+    from agents.onnx_agents.policy import validate_onnx_bytes  # onnxruntime only when needed
+
+    model = validate_onnx_bytes(sub.weights, spec, limit,
+                                probe_limit_s=services.settings.onnx_probe_limit_s)
+    return model.spec, model.sha256
+
+
+def submit_agent(services: Services, owner_id: int | None, owner_name: str, sub: Submission) -> int:
+    """Validate and store a submission; returns the new agent's id (status ``queued``).
+
+    Raises:
+        InvalidSubmission: Unknown env, bad spec or weights, or spec env != form env.
+        Conflict: The same weights were already submitted for this env (its id attached).
+    """
+    try:
+        env = get_spec(sub.env)
+    except UnknownEnv as exc:
+        raise InvalidSubmission(f"form field 'env': {exc}") from None
+    spec, sha = validate_weights(services, sub)
+    if spec.env != env.env_id:
+        raise InvalidSubmission(
+            f"the spec is for env {spec.env!r} but the form says env={env.env_id!r}; "
+            "submit the checkpoint for the env it was built for"
+        )
+    key = snapshot_agent_key(spec.arch, sha)
+    name = sub.name or spec.name or key
+    with services.sessions.begin() as session:
+        # SQLite: take the write lock up front. This transaction reads, then writes; a
+        # deferred one fails at once (SQLITE_BUSY) when the ladder commits in between.
+        session.connection(execution_options={"sqlite_begin": "IMMEDIATE"})
+        existing = repo.get_agent_by_key(session, env.env_id, key)
+        if existing is not None:
+            raise Conflict(
+                f"these weights were already submitted for {env.env_id} as agent {existing.id} "
+                f"({existing.name!r}, status {existing.status})",
+                existing_id=existing.id,
+            )
+        agent = register_snapshot_agent(session, services.pool, sub.weights, spec,
+                                        pool_name=f"submissions.{env.env_id}", name=name,
+                                        owner_id=owner_id)
+    log.info("agent %s (%s) submitted for %s by %s", agent.id, key, env.env_id, owner_name)
+    return agent.id

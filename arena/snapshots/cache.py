@@ -1,0 +1,202 @@
+"""SnapshotCache: the policies one worker holds, loaded on demand, bounded.
+
+A worker never loads a whole league: it asks the cache for the snapshots its current
+matches need. The cache fetches missing ones from a :class:`SnapshotSource` (the
+:class:`~arena.snapshots.pool.RedisSnapshotPool`), checks them against their hash,
+validates them (:mod:`arena.snapshots.formats`: the full checkpoint validator for
+safetensors weights, the static checks for an ONNX model), builds their policy on the
+worker's device (a :class:`~agents.neural.NeuralPolicy`, or an
+:class:`~agents.onnx_agents.policy.OnnxPolicy` whose runs end at the engine's time
+budget) and keeps at most ``capacity`` of them, evicting the least recently used.
+Memory is therefore bounded by ``capacity``, whatever the size of the pool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import torch
+
+from agents.checkpoint import DEFAULT_MAX_BYTES, CheckpointSpec
+from agents.neural import NeuralPolicy
+from agents.policy import MatchRng
+from arena.engine import DEFAULT_TIME_BUDGET_S
+from arena.snapshots.formats import snapshot_policy
+from arena.snapshots.keys import check_sha256
+from arena.snapshots.pool import SnapshotCorrupt
+
+if TYPE_CHECKING:
+    from agents.onnx_agents.policy import OnnxPolicy
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CacheStats", "SnapshotCache", "SnapshotPolicy", "SnapshotSource", "load_snapshot_policy"]
+
+
+class SnapshotSource(Protocol):
+    """Anything that returns a snapshot's weights and spec by sha256."""
+
+    def get(self, sha256: str) -> tuple[bytes, CheckpointSpec]:
+        """``(weights, spec)`` of the snapshot."""
+        ...
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Counters of a :class:`SnapshotCache` (since creation or :meth:`SnapshotCache.clear`)."""
+
+    hits: int
+    misses: int
+    evictions: int
+    size: int
+    capacity: int
+
+
+class SnapshotCache:
+    """Bounded LRU of loaded snapshot policies (thread-safe).
+
+    Args:
+        source: Where snapshots are fetched from on a miss.
+        capacity: Most policies held at once (``settings.snapshot_cache_size``).
+        device: Device the policies run on (``"cpu"``, ``"cuda"``, ``"auto"``).
+        temperature: Sampling temperature of the built policies.
+        max_bytes: Largest accepted weights.
+        time_limit_s: Deadline of one call of an ONNX policy: the time budget of the
+            engine that plays them (a run past it is terminated: a ``timeout`` forfeit).
+    """
+
+    def __init__(
+        self,
+        source: SnapshotSource,
+        capacity: int = 32,
+        device: str | torch.device = "cpu",
+        temperature: float = 1.0,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        time_limit_s: float = DEFAULT_TIME_BUDGET_S,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"cache capacity must be at least 1, got {capacity}")
+        self.source = source
+        self.capacity = capacity
+        self.device = device
+        self.temperature = temperature
+        self.max_bytes = max_bytes
+        self.time_limit_s = time_limit_s
+        self._policies: OrderedDict[str, NeuralPolicy | OnnxPolicy] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = self._misses = self._evictions = 0
+
+    def __len__(self) -> int:
+        return len(self._policies)
+
+    def __contains__(self, sha256: object) -> bool:
+        return sha256 in self._policies
+
+    def __repr__(self) -> str:
+        return f"SnapshotCache({len(self)}/{self.capacity}, device={str(self.device)!r})"
+
+    @property
+    def stats(self) -> CacheStats:
+        """Current hit/miss/eviction counters and size."""
+        with self._lock:
+            return CacheStats(
+                self._hits, self._misses, self._evictions, len(self._policies), self.capacity
+            )
+
+    def get(self, sha256: str) -> NeuralPolicy | OnnxPolicy:
+        """The policy of a snapshot, loading it on a miss.
+
+        Raises:
+            SnapshotNotFound: The source has no such snapshot.
+            SnapshotCorrupt: The fetched bytes do not hash to ``sha256``.
+            InvalidSubmission: The bytes fail checkpoint validation.
+        """
+        check_sha256(sha256)
+        with self._lock:
+            policy = self._policies.get(sha256)
+            if policy is not None:
+                self._policies.move_to_end(sha256)
+                self._hits += 1
+                return policy
+            self._misses += 1
+        policy = self._load(sha256)  # outside the lock: loading may take a while
+        with self._lock:
+            self._policies[sha256] = policy  # a concurrent load of the same sha is replaced
+            self._policies.move_to_end(sha256)
+            while len(self._policies) > self.capacity:
+                evicted, _ = self._policies.popitem(last=False)
+                self._evictions += 1
+                log.debug("evicted snapshot %s", evicted[:16])
+        return policy
+
+    def clear(self) -> None:
+        """Drop every policy and reset the counters."""
+        with self._lock:
+            self._policies.clear()
+            self._hits = self._misses = self._evictions = 0
+
+    def _load(self, sha256: str) -> NeuralPolicy | OnnxPolicy:
+        policy = load_snapshot_policy(
+            self.source, sha256, self.device, self.temperature, max_bytes=self.max_bytes,
+            time_limit_s=self.time_limit_s,
+        )
+        log.debug("loaded snapshot %s on %s", sha256[:16], self.device)
+        return policy
+
+
+def load_snapshot_policy(
+    source: SnapshotSource,
+    sha256: str,
+    device: str | torch.device = "cpu",
+    temperature: float = 1.0,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    time_limit_s: float = DEFAULT_TIME_BUDGET_S,
+) -> NeuralPolicy | OnnxPolicy:
+    """Fetch one snapshot, validate it and build its policy (no caching).
+
+    The one way pooled bytes become a policy (workers' caches, the service's
+    validation episodes, challenges): safetensors weights become a
+    :class:`~agents.neural.NeuralPolicy`, an ONNX model an
+    :class:`~agents.onnx_agents.policy.OnnxPolicy` with ``time_limit_s`` per call.
+
+    Matches ``arena.runners.SnapshotLoader`` as
+    ``functools.partial(load_snapshot_policy, pool)`` called with ``(sha256, device)``.
+
+    Raises:
+        SnapshotNotFound: The source has no such snapshot.
+        SnapshotCorrupt: The fetched bytes do not hash to ``sha256``.
+        InvalidSubmission: The bytes fail checkpoint validation.
+    """
+    weights, spec = source.get(check_sha256(sha256))
+    served = hashlib.sha256(weights).hexdigest()
+    if served != sha256:
+        raise SnapshotCorrupt(
+            f"snapshot {sha256} was served with bytes hashing to {served}; refusing to load it"
+        )
+    return snapshot_policy(weights, spec, device=device, temperature=temperature,
+                           time_limit_s=time_limit_s, max_bytes=max_bytes)
+
+
+class SnapshotPolicy:
+    """A snapshot as a :class:`~agents.policy.Policy` that is looked up in a cache at every call.
+
+    Holding thousands of these costs nothing: the weights live in the bounded cache and
+    are (re)loaded only when a batch actually needs them.
+    """
+
+    bounded_runtime = True
+
+    def __init__(self, cache: SnapshotCache, sha256: str) -> None:
+        self.cache, self.weights_hash = cache, check_sha256(sha256)
+        self.agent_id = f"snapshot-{sha256[:16]}"
+
+    def act(self, obs: np.ndarray, mask: np.ndarray, rng: MatchRng) -> np.ndarray:
+        """The cached policy's actions (loading the snapshot on a miss)."""
+        return self.cache.get(self.weights_hash).act(obs, mask, rng)

@@ -1,0 +1,84 @@
+"""Every Redis key Arena uses is built here, and nowhere else.
+
+Layout (``prefix`` is ``"arena"`` in the service; tests use a unique prefix each)::
+
+    {prefix}:snap:{sha256}       STRING  snapshot bytes: safetensors weights or an ONNX
+                                         model (content-addressed)
+    {prefix}:snapmeta:{sha256}   HASH    spec (JSON), meta (JSON), created (unix seconds)
+    {prefix}:pool:{pool}         ZSET    member: sha256; score: microseconds since the
+                                         epoch, strictly increasing within the pool
+
+A pool is a league or an env id (``connect_four-v3``, ``league:7``). Keys hold no
+state that cannot be rebuilt from the durable snapshot store.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_PREFIX", "RedisKeys", "check_pool_name", "check_sha256"]
+
+DEFAULT_PREFIX = "arena"
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_POOL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}$")
+_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+
+
+def check_sha256(sha256: str) -> str:
+    """Return ``sha256`` if it is 64 lowercase hex digits.
+
+    Raises:
+        ValueError: Anything else (a key must never be built from arbitrary text).
+    """
+    if not isinstance(sha256, str) or not _SHA256.match(sha256):
+        raise ValueError(f"expected a sha256 as 64 lowercase hex digits, got {sha256!r}")
+    return sha256
+
+
+def check_pool_name(pool: str) -> str:
+    """Return ``pool`` if it is a valid pool name (a league or env id).
+
+    Raises:
+        ValueError: Empty, too long (> 128) or characters outside ``A-Za-z0-9_.:+-``.
+    """
+    if not isinstance(pool, str) or not _POOL.match(pool):
+        raise ValueError(
+            f"pool name {pool!r} must be 1-128 characters of A-Z a-z 0-9 _ . : + - "
+            "starting with a letter or digit (e.g. 'connect_four-v3' or 'league:7')"
+        )
+    return pool
+
+
+@dataclass(frozen=True)
+class RedisKeys:
+    """Key builder for one namespace.
+
+    Args:
+        prefix: Namespace of every key; ``"arena"`` in the service.
+    """
+
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        if not _PREFIX.match(self.prefix):
+            raise ValueError(
+                f"key prefix {self.prefix!r} must be 1-64 characters of A-Z a-z 0-9 _ . : -"
+            )
+
+    def snapshot(self, sha256: str) -> str:
+        """STRING key of a snapshot's weights bytes."""
+        return f"{self.prefix}:snap:{check_sha256(sha256)}"
+
+    def snapshot_meta(self, sha256: str) -> str:
+        """HASH key of a snapshot's spec, metadata and creation time."""
+        return f"{self.prefix}:snapmeta:{check_sha256(sha256)}"
+
+    def pool(self, pool: str) -> str:
+        """ZSET key of a pool's members, scored by creation time in microseconds."""
+        return f"{self.prefix}:pool:{check_pool_name(pool)}"
+
+    def pattern(self) -> str:
+        """``SCAN MATCH`` pattern of every key in this namespace (prefix is glob-safe)."""
+        return f"{self.prefix}:*"

@@ -1,0 +1,1 @@
+"""Revision scripts, applied in order by ``arena.storage.db.upgrade``."""

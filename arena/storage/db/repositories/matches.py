@@ -1,0 +1,384 @@
+"""The match log: the source of truth every rating is derived from.
+
+``matches.seq`` is the log's sequence number. It increases strictly in insert order,
+and on PostgreSQL writers of the log are serialised by a transaction-scoped advisory
+lock, so seq order is also commit order: a reader tailing the log with
+``iter_matches(after_seq=last_seen)`` can never skip a match that commits late with
+a smaller seq. (SQLite has a single writer anyway.)
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import JSON, Select, Text, TextClause, bindparam, cast, func, select, text
+from sqlalchemy.orm import Session
+
+from arena.storage.db.base import UTCDateTime, utcnow
+from arena.storage.db.models import Match, MatchParticipant
+from arena.storage.db.repositories.dialect import chunks, dialect_name
+
+if TYPE_CHECKING:  # the engine package pulls in numpy and the envs; import it lazily
+    from arena.engine.records import MatchRecord
+
+# pg_advisory_xact_lock key of the match log writers ("arena.mt" as a 64-bit int).
+MATCH_LOG_LOCK = int.from_bytes(b"arena.mt", "big") >> 1
+
+# Rows per INSERT statement (a 10,000-match JSON document is a few MB).
+INSERT_CHUNK = 10_000
+
+_MATCH_DEFAULTS: dict[str, Any] = {
+    "league_id": None,
+    "weights": None,
+    "winner": None,
+    "forfeit_seat": None,
+    "detail": "",
+    "rated": True,
+}
+_REQUIRED = ("id", "env_id", "seed", "seats", "actions", "scores", "termination")
+
+
+@dataclass(frozen=True)
+class StoredMatch:
+    """A match as stored: the record plus its log position and league context."""
+
+    seq: int
+    id: str
+    env_id: str
+    league_id: int | None
+    seed: int
+    seats: list[str]
+    weights: list[str | None]
+    actions: list[list[int]]
+    scores: list[float]
+    winner: int | None
+    termination: str
+    forfeit_seat: int | None
+    detail: str
+    rated: bool
+    created_at: datetime
+
+    def to_record(self) -> MatchRecord:
+        """The engine's :class:`MatchRecord` (e.g. to replay the match)."""
+        from arena.engine.records import MatchRecord
+
+        return MatchRecord(
+            env=self.env_id, seed=self.seed, seats=list(self.seats),
+            weights=list(self.weights), actions=[(s, a) for s, a in self.actions],
+            scores=list(self.scores), winner=self.winner, termination=self.termination,
+            forfeit_seat=self.forfeit_seat, match_id=self.id, detail=self.detail,
+        )
+
+
+@dataclass(frozen=True)
+class MatchPage:
+    """One page of newest-first history; pass ``next_before_seq`` to get the next."""
+
+    matches: list[StoredMatch]
+    next_before_seq: int | None = None
+
+
+@dataclass(frozen=True)
+class Participant:
+    match_seq: int
+    seat: int
+    agent_id: int
+    team: int
+    role: str
+    score: float
+    result: str
+
+
+_MATCH_COLUMNS = [getattr(Match, f) for f in StoredMatch.__dataclass_fields__]
+_REPLAY_FIELDS = ("weights", "actions", "detail")
+_SUMMARY_FIELDS = tuple(f for f in StoredMatch.__dataclass_fields__ if f not in _REPLAY_FIELDS)
+
+
+_SUMMARY_JSON = ("seats", "scores")
+
+
+def _summary_matches(rows: Sequence[Any]) -> list[StoredMatch]:
+    """Rows of the :data:`_SUMMARY_FIELDS` as matches with empty replay columns.
+
+    Their JSON columns come as text (see :func:`_history_stmt`) and are decoded with
+    one ``json.loads`` for the whole page: two per row cost more than the query itself.
+    """
+    values = json.loads("[" + ",".join(f"{row.seats},{row.scores}" for row in rows) + "]")
+    out = []
+    for row, seats, scores in zip(rows, values[::2], values[1::2], strict=True):
+        seq, id_, env_id, league_id, seed, _, _, winner, termination, forfeit_seat, rated, created = row
+        out.append(StoredMatch(seq, id_, env_id, league_id, seed, seats, [], [], scores, winner,
+                               termination, forfeit_seat, "", rated, created))
+    return out
+
+
+_INSERT_COLUMNS = tuple(c.key for c in Match.__table__.c if c.key not in ("seq", "created_at"))
+_INSERT_COLUMN_SET = frozenset(_INSERT_COLUMNS)
+_JSON_COLUMNS = ("seats", "weights", "actions", "scores")
+_PARTICIPANT_KEYS = tuple(f for f in Participant.__dataclass_fields__)
+
+
+def match_row(
+    record: MatchRecord, *, league_id: int | None = None, rated: bool = True
+) -> dict[str, Any]:
+    """The ``insert_matches`` row of an engine record."""
+    return {
+        "id": record.match_id, "env_id": record.env, "league_id": league_id,
+        "seed": record.seed, "seats": list(record.seats), "weights": list(record.weights),
+        # (seat, action) tuples serialise as JSON arrays; no per-pair copy needed.
+        "actions": record.actions, "scores": list(record.scores),
+        "winner": record.winner, "termination": record.termination,
+        "forfeit_seat": record.forfeit_seat, "detail": record.detail, "rated": rated,
+    }
+
+
+def insert_matches(session: Session, rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Appends matches to the log, skipping ids that are already stored.
+
+    The rows travel as one JSON document that the database expands itself, in one
+    ``INSERT ... SELECT ... ORDER BY position ON CONFLICT (id) DO NOTHING RETURNING
+    id, seq`` per :data:`INSERT_CHUNK` rows (see :func:`_insert_sql` for why not
+    ``executemany``).
+
+    Args:
+        session: The session (the caller commits).
+        rows: Dicts with ``id`` (the match UUID), ``env_id``, ``seed``, ``seats``,
+            ``actions`` (``[seat, action]`` pairs), ``scores``, ``termination`` and
+            optionally ``weights``, ``winner``, ``forfeit_seat``, ``detail``,
+            ``league_id``, ``rated`` (see :func:`match_row`). ``created_at`` is the
+            time of this call.
+
+    Returns:
+        ``{match id: seq}`` of the rows inserted by this call only; seqs increase in
+        the order of ``rows``. A repeated id (already stored, or earlier in ``rows``)
+        is not in the result.
+    """
+    params = [_full_match_row(row) for row in rows]
+    if not params:
+        return {}
+    dialect = dialect_name(session)
+    if dialect == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MATCH_LOG_LOCK})
+    stmt = _insert_sql(dialect)
+    now = utcnow()
+    inserted: dict[str, int] = {}
+    for part in chunks(params, INSERT_CHUNK):
+        result = session.execute(stmt, {"rows": part, "created_at": now})
+        inserted.update({match_id: seq for match_id, seq in result})
+    return inserted
+
+
+@functools.cache
+def _insert_sql(dialect: str) -> TextClause:
+    """``INSERT ... SELECT`` from a JSON array of rows, for ``dialect``.
+
+    Why not SQLAlchemy's "insertmanyvalues" executemany: with ``RETURNING`` it renders
+    one ``VALUES`` list with a bound parameter per cell, and psycopg parses that
+    14,000-parameter statement in Python for every 1,000-row page. Measured on 10,000
+    matches (2 cores): PostgreSQL 1.65 s (6,000 rows/s) with executemany, 0.40 s
+    (25,000 rows/s) with one JSON parameter the server expands; SQLite 0.35 s and
+    0.28 s (35,000 rows/s). ``ORDER BY`` the array position makes the sequence
+    numbers follow the order of the rows on both backends.
+
+    Column lists come from the table definition, never from user input.
+    """
+    columns = _INSERT_COLUMNS
+    names = ", ".join(columns)
+    if dialect == "postgresql":
+        # json_populate_record types every field by the matches row type itself.
+        select_rows = (
+            f"SELECT {', '.join('r.' + c for c in columns)}, :created_at "
+            "FROM json_array_elements(CAST(:rows AS json)) WITH ORDINALITY AS e(value, pos) "
+            "CROSS JOIN LATERAL json_populate_record(NULL::matches, e.value) AS r "
+            "ORDER BY e.pos"
+        )
+    elif dialect == "sqlite":
+        # JSON columns hold arrays, which json_extract returns as (minified) JSON text.
+        # "WHERE true" resolves SQLite's parse ambiguity between ON CONFLICT and a join.
+        fields = ", ".join(f"json_extract(value, '$.{c}')" for c in columns)
+        select_rows = f"SELECT {fields}, :created_at FROM json_each(:rows) WHERE true ORDER BY key"
+    else:
+        raise NotImplementedError(f"no bulk match insert for {dialect}")
+    sql = (
+        f"INSERT INTO matches ({names}, created_at) {select_rows} "
+        "ON CONFLICT (id) DO NOTHING RETURNING id, seq"
+    )
+    return text(sql).bindparams(
+        bindparam("rows", type_=JSON()), bindparam("created_at", type_=UTCDateTime())
+    )
+
+
+def _full_match_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    missing = [k for k in _REQUIRED if k not in row]
+    if missing:
+        raise ValueError(f"match row is missing {', '.join(missing)}: {dict(row)!r:.200}")
+    unknown = row.keys() - _INSERT_COLUMN_SET
+    if unknown:
+        raise ValueError(f"match row has unknown columns {sorted(unknown)}; see match_row()")
+    full = {**_MATCH_DEFAULTS, **row}
+    if full["weights"] is None:
+        full["weights"] = [None] * len(full["seats"])
+    for column in _JSON_COLUMNS:
+        if not isinstance(full[column], list | tuple):
+            raise TypeError(f"match row field {column} must be a list, got {full[column]!r:.80}")
+    if not math.isfinite(math.fsum(full["scores"])):  # inf/nan anywhere makes the sum non-finite
+        raise ValueError(f"match {full['id']} has a non-finite score: {full['scores']!r}")
+    if "\x00" in full["detail"]:
+        # The detail quotes agent-controlled text (exception messages); PostgreSQL
+        # text cannot hold NUL, and one such match must not stall the recorder.
+        full["detail"] = full["detail"].replace("\x00", "\\x00")
+    return full
+
+
+def insert_participants(session: Session, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Stores the seats of inserted matches (one executemany); returns the row count.
+
+    Rows carry ``match_seq``, ``seat``, ``agent_id``, ``team``, ``role``, ``score`` and
+    ``result`` (``W``/``D``/``L``). A repeated (match_seq, seat) raises
+    ``IntegrityError``: insert participants only for the seqs ``insert_matches``
+    returned.
+    """
+    params = [{k: row[k] for k in _PARTICIPANT_KEYS} for row in rows]
+    if params:
+        session.execute(MatchParticipant.__table__.insert(), params)
+    return len(params)
+
+
+def existing_match_ids(session: Session, ids: Iterable[str]) -> set[str]:
+    """The subset of ``ids`` already in the log."""
+    found: set[str] = set()
+    for part in chunks(list(set(ids))):
+        found.update(session.execute(select(Match.id).where(Match.id.in_(part))).scalars())
+    return found
+
+
+def count_matches(session: Session, env_id: str | None = None) -> int:
+    """Number of stored matches (of ``env_id``, or of all envs)."""
+    stmt = select(func.count()).select_from(Match)
+    if env_id is not None:
+        stmt = stmt.where(Match.env_id == env_id)
+    return session.execute(stmt).scalar_one()
+
+
+def iter_matches(
+    session: Session, env_id: str | None = None, after_seq: int = 0, batch: int = 5000
+) -> Iterator[StoredMatch]:
+    """Matches with ``seq > after_seq`` in seq order, fetched ``batch`` at a time.
+
+    Keyset pagination (``WHERE seq > last ORDER BY seq LIMIT batch``): every batch is
+    an index range scan, however far into the log it is. This is the order ratings
+    are rebuilt in.
+    """
+    last = after_seq
+    while True:
+        stmt = select(*_MATCH_COLUMNS).where(Match.seq > last).order_by(Match.seq).limit(batch)
+        if env_id is not None:
+            stmt = stmt.where(Match.env_id == env_id)
+        page = [StoredMatch(*row) for row in session.execute(stmt)]
+        yield from page
+        if len(page) < batch:
+            return
+        last = page[-1].seq
+
+
+def match_history(
+    session: Session,
+    env_id: str | None = None,
+    agent_id: int | None = None,
+    before_seq: int | None = None,
+    limit: int = 50,
+    summary: bool = False,
+) -> MatchPage:
+    """Newest-first matches (of an env and/or an agent), one page at a time.
+
+    Args:
+        session: The session.
+        env_id: Only matches of this env.
+        agent_id: Only matches this agent played (in any seat).
+        before_seq: Cursor: only matches with ``seq < before_seq`` (``None``: newest).
+        limit: Page size.
+        summary: Skip the replay columns (``actions``, ``weights``, ``detail`` come back
+            empty): decoding the actions JSON dominates a listing otherwise.
+
+    Returns:
+        The page; its ``next_before_seq`` is ``None`` on the last page.
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    stmt = _history_stmt(summary, env_id is not None, agent_id is not None, before_seq is not None)
+    params = {"env_id": env_id, "agent_id": agent_id, "before_seq": before_seq, "limit": limit + 1}
+    result = session.execute(stmt, {k: v for k, v in params.items() if v is not None})
+    if summary:
+        rows = _summary_matches(result.all())
+    else:
+        rows = [StoredMatch(*row) for row in result]
+    if len(rows) > limit:
+        return MatchPage(rows[:limit], rows[limit - 1].seq)
+    return MatchPage(rows, None)
+
+
+@functools.lru_cache(maxsize=16)
+def _history_stmt(summary: bool, by_env: bool, by_agent: bool, paged: bool) -> Select:
+    """The :func:`match_history` statement for one combination of filters.
+
+    Built once with bound parameters, from the table's columns: a listing then skips
+    building the statement and the ORM's row handling, most of its cost after SQLite's.
+    A summary's JSON columns are read as text, for :func:`_summary_matches`.
+    """
+    table = Match.__table__.c
+    if summary:
+        columns = [cast(getattr(table, f), Text).label(f) if f in _SUMMARY_JSON else getattr(table, f)
+                   for f in _SUMMARY_FIELDS]
+    else:
+        columns = [getattr(table, f) for f in StoredMatch.__dataclass_fields__]
+    stmt = select(*columns).order_by(table.seq.desc()).limit(bindparam("limit"))
+    if by_env:
+        stmt = stmt.where(table.env_id == bindparam("env_id"))
+    if paged:
+        stmt = stmt.where(table.seq < bindparam("before_seq"))
+    if by_agent:
+        # Walk the (agent_id, match_seq DESC) index; an agent in several seats of one
+        # match (a team) is one match.
+        seat = MatchParticipant.__table__.c
+        seqs = (
+            select(seat.match_seq)
+            .where(seat.agent_id == bindparam("agent_id"))
+            .distinct()
+            .order_by(seat.match_seq.desc())
+            .limit(bindparam("limit"))
+        )
+        if paged:
+            seqs = seqs.where(seat.match_seq < bindparam("before_seq"))
+        stmt = stmt.where(table.seq.in_(seqs.scalar_subquery()))
+    return stmt
+
+
+def get_match(session: Session, match_id: str) -> StoredMatch | None:
+    """The match with UUID ``match_id``, or ``None``."""
+    row = session.execute(select(*_MATCH_COLUMNS).where(Match.id == match_id)).first()
+    return None if row is None else StoredMatch(*row)
+
+
+def get_participants(session: Session, match_seq: int) -> list[Participant]:
+    """The seats of match ``match_seq``, in seat order."""
+    stmt = (
+        select(*[getattr(MatchParticipant, k) for k in _PARTICIPANT_KEYS])
+        .where(MatchParticipant.match_seq == match_seq)
+        .order_by(MatchParticipant.seat)
+    )
+    return [Participant(*row) for row in session.execute(stmt)]
+
+
+def get_matches(session: Session, match_ids: Iterable[str]) -> list[StoredMatch]:
+    """The stored matches among ``match_ids``, in seq order (unknown ids are left out)."""
+    found: list[StoredMatch] = []
+    for part in chunks(list(set(match_ids))):
+        stmt = select(*_MATCH_COLUMNS).where(Match.id.in_(part))
+        found.extend(StoredMatch(*row) for row in session.execute(stmt))
+    return sorted(found, key=lambda m: m.seq)

@@ -1,0 +1,27 @@
+"""Torch cores of the built-in games: batched tensor programs on ``cpu`` or ``cuda``.
+
+:mod:`envs.device.boards` holds connect four and tictactoe, :mod:`envs.device.hide_and_seek`
+hide-and-seek-v0. Each mirrors a numpy core (and so a PettingZoo env) exactly and is
+checked against it by a differential test over 10,000 random games.
+"""
+
+from envs.device.boards import (
+    TORCH_BOARD_CORES,
+    TorchBoardCore,
+    TorchBoards,
+    TorchConnectFour,
+    TorchTicTacToe,
+    make_torch_board_core,
+)
+from envs.device.hide_and_seek import LayoutBank, TorchHideAndSeekCore
+
+__all__ = [
+    "TORCH_BOARD_CORES",
+    "LayoutBank",
+    "TorchBoardCore",
+    "TorchBoards",
+    "TorchConnectFour",
+    "TorchHideAndSeekCore",
+    "TorchTicTacToe",
+    "make_torch_board_core",
+]

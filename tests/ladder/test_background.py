@@ -1,0 +1,91 @@
+"""The background service: demo seeding, submission validation, ladder rounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from agents.checkpoint import serialize_weights
+from agents.neural import random_init_checkpoint
+from arena.ladder.background import BackgroundService, ServiceConfig
+from arena.ladder.demo import seed_demo
+from arena.ladder.registration import register_snapshot_agent
+from arena.runners import InProcessRunner
+from arena.settings import Settings
+from arena.storage.db import repositories as repo
+from arena.storage.wiring import open_services
+
+
+@pytest.fixture
+def services(migrated_db_url, redis_url, tmp_path: Path):
+    settings = Settings(data_dir=tmp_path, database_url=migrated_db_url, redis_url=redis_url)
+    with open_services(settings) as svc:
+        yield svc
+
+
+def _submit(services, env_id: str, state, spec, name: str) -> int:
+    with services.sessions.begin() as session:
+        return register_snapshot_agent(session, services.pool, serialize_weights(state), spec,
+                                       pool_name=f"submissions.{env_id}", name=name).id
+
+
+def test_demo_ladder_moves_and_submissions_are_validated(services):
+    created = seed_demo(services, ("tictactoe-v3",), neural_per_env=2)
+    assert created == 7
+    assert seed_demo(services, ("tictactoe-v3",), neural_per_env=2) == 0  # idempotent
+    # A valid submission: validated like the demo's neural agents, then on the ladder.
+    state, spec = random_init_checkpoint("tictactoe-v3", "mlp", {"hidden": [16]}, seed=9)
+    submitted_id = _submit(services, "tictactoe-v3", state, spec, "submitted")
+    service = BackgroundService(services, InProcessRunner(services.snapshot_cache_factory()()),
+                                ServiceConfig(envs=("tictactoe-v3",), batch_size=500, max_rate=1e9))
+    played = service.step() + service.step()
+    assert played == 1000
+    with services.sessions() as session:
+        agents = {a.name: a for a in repo.list_agents(session, "tictactoe-v3")}
+        board = repo.board_rows(session, "tictactoe-v3", "player")
+        unrated = [m for m in repo.match_history(session, env_id="tictactoe-v3", limit=5000).matches if not m.rated]
+    assert agents["demo-mlp-0"].status in ("placement", "rated")
+    assert agents["submitted"].status in ("placement", "rated")
+    assert len(board) == 8 and board[0].rating.games > 0
+    assert len(unrated) == 3 * 4  # validation episodes are stored for replay
+    assert submitted_id == agents["submitted"].id
+    service.stop()
+
+
+def test_a_submission_that_forfeits_is_rejected_with_the_reason(services):
+    state, spec = random_init_checkpoint("connect_four-v3", "mlp", {"hidden": [16]}, seed=1)
+    # Weights that make every logit -inf/+inf: the policy's output is not finite.
+    state = {k: torch.full_like(v, 1e38) for k, v in state.items()}
+    agent_id = _submit(services, "connect_four-v3", state, spec, "overflow")
+    service = BackgroundService(services, InProcessRunner(services.snapshot_cache_factory()()),
+                                ServiceConfig(envs=("connect_four-v3",)))
+    assert service.process_submissions() == 1
+    with services.sessions() as session:
+        agent = repo.get_agent(session, agent_id)
+    assert agent.status == "rejected"
+    assert "invalid_output" in agent.status_reason
+    service.stop()
+
+
+def test_service_samples_queue_depths_and_live_workers_into_the_metrics(services):
+    from arena.metrics import default_metrics
+    from arena.storage.db.repositories import QueuedJob
+
+    seed_demo(services, ("tictactoe-v3",), neural_per_env=1)  # one neural agent queued
+    with services.sessions.begin() as session:
+        repo.enqueue_matches(session, "tictactoe-v3", "run:0",
+                             [QueuedJob(f"00000000-0000-0000-0000-00000000000{i}", "run:0", i, ("random", "random"))
+                              for i in range(3)])
+
+    class Runner(InProcessRunner):
+        def stats(self):
+            return [{"pid": 1, "snapshot_cache": None}, {"pid": 2, "snapshot_cache": None}]
+
+    service = BackgroundService(services, Runner(), ServiceConfig(envs=("tictactoe-v3",)))
+    service.sample_metrics()
+    registry = default_metrics().registry
+    assert registry.get_sample_value("arena_queue_depth") == 1
+    assert registry.get_sample_value("arena_matches_queued", {"env": "tictactoe-v3"}) == 3
+    assert registry.get_sample_value("arena_workers_alive") == 2

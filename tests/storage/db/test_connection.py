@@ -1,0 +1,103 @@
+"""Engine setup: SQLite pragmas, UTC timestamps, transactions, concurrent writers."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.exc import StatementError
+
+from arena.storage.db import Base, make_engine, session_factory
+from arena.storage.db import repositories as repo
+from arena.storage.db.models import User
+from tests.storage.db.builders import match, setup_env
+
+
+def test_sqlite_connections_get_wal_foreign_keys_and_a_busy_timeout(tmp_path):
+    engine = make_engine(f"sqlite:///{tmp_path / 'a.db'}")
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+    finally:
+        engine.dispose()
+
+
+def test_an_in_memory_sqlite_database_is_one_database_for_all_sessions():
+    engine = make_engine("sqlite://")
+    try:
+        # upgrade(url) would open a second, separate :memory: database; build directly.
+        Base.metadata.create_all(engine)
+        factory = session_factory(engine)
+        with factory.begin() as session:
+            repo.create_user(session, "alice")
+        with factory() as session:
+            assert repo.get_user_by_name(session, "alice") is not None
+    finally:
+        engine.dispose()
+
+
+def test_timestamps_are_utc_aware_and_naive_ones_are_refused(db_session):
+    plus_two = timezone(timedelta(hours=2))
+    db_session.add(User(name="tz", created_at=datetime(2026, 1, 1, 12, tzinfo=plus_two)))
+    db_session.commit()
+    db_session.expire_all()
+
+    stored = db_session.execute(select(User.created_at).where(User.name == "tz")).scalar_one()
+    assert stored == datetime(2026, 1, 1, 10, tzinfo=UTC)
+    assert stored.utcoffset() == timedelta(0)
+
+    db_session.add(User(name="naive", created_at=datetime(2026, 1, 1)))
+    with pytest.raises(StatementError, match="timezone-aware"):
+        db_session.flush()
+
+
+def test_a_savepoint_rolls_back_alone(db_session):
+    repo.create_user(db_session, "kept")
+    with pytest.raises(RuntimeError), db_session.begin_nested():
+        repo.create_user(db_session, "discarded")
+        raise RuntimeError("abort the savepoint")
+    db_session.commit()
+
+    names = set(db_session.execute(select(User.name)).scalars())
+    assert names == {"kept"}
+
+
+def test_concurrent_writers_store_each_match_exactly_once(db_engine):
+    factory = session_factory(db_engine)
+    with factory.begin() as session:
+        setup_env(session)
+    shared = [match() for _ in range(200)]
+    batches = [shared + [match() for _ in range(50)] for _ in range(4)]
+    results: list[dict[str, int]] = []
+    errors: list[Exception] = []
+    start = threading.Barrier(len(batches))
+
+    def write(rows):
+        try:
+            start.wait()
+            with factory.begin() as session:
+                results.append(repo.insert_matches(session, rows))
+        except Exception as exc:  # noqa: BLE001  (a thread's error is asserted on below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(rows,)) for rows in batches]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    inserted = [match_id for result in results for match_id in result]
+    assert len(inserted) == len(set(inserted)) == 200 + 4 * 50
+    with factory() as session:
+        assert repo.count_matches(session) == 400
+        # Seq order is commit order: one writer's seqs form one contiguous block.
+        seqs = sorted((seq, i) for i, result in enumerate(results) for seq in result.values())
+        owners = [i for _, i in seqs]
+        assert sum(1 for a, b in itertools.pairwise(owners) if a != b) == len(batches) - 1
+

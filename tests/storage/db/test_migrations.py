@@ -1,0 +1,93 @@
+"""Migrations: empty database to head, in step with the models, reversible."""
+
+from __future__ import annotations
+
+import threading
+
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+
+from arena.storage.db import Base, current_revision, downgrade, head_revision, make_engine, upgrade
+
+TABLES = {
+    "users", "api_tokens", "envs", "leagues", "snapshots", "agents", "matches",
+    "match_participants", "ratings", "rating_events", "match_queue",
+}
+
+
+def _tables(url: str) -> set[str]:
+    engine = make_engine(url)
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_from_empty_to_head_creates_every_table(db_url):
+    assert current_revision(db_url) is None
+    assert _tables(db_url) == set()
+
+    upgrade(db_url)
+
+    assert current_revision(db_url) == head_revision() == "0003"
+    assert _tables(db_url) == TABLES | {"alembic_version"}
+
+
+def test_migrated_schema_matches_the_models(migrated_db_url):
+    engine = make_engine(migrated_db_url)
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"compare_type": True})
+            diffs = compare_metadata(context, Base.metadata)
+    finally:
+        engine.dispose()
+    assert diffs == []
+
+
+def test_migrated_schema_has_the_query_indexes(migrated_db_url):
+    engine = make_engine(migrated_db_url)
+    try:
+        inspector = inspect(engine)
+        names = {t: {ix["name"] for ix in inspector.get_indexes(t)} for t in TABLES}
+    finally:
+        engine.dispose()
+    assert "ix_matches_env_id_seq" in names["matches"]
+    assert "ix_match_participants_agent_id_match_seq" in names["match_participants"]
+    assert "ix_ratings_env_id_role_conservative" in names["ratings"]
+    assert "ix_rating_events_agent_id_match_seq" in names["rating_events"]
+
+
+def test_downgrade_to_base_then_upgrade_again(migrated_db_url):
+    downgrade(migrated_db_url, "base")
+    assert _tables(migrated_db_url) == {"alembic_version"}
+    assert current_revision(migrated_db_url) is None
+
+    upgrade(migrated_db_url)
+    upgrade(migrated_db_url)  # already at head: a no-op, not an error
+
+    assert current_revision(migrated_db_url) == head_revision()
+    assert _tables(migrated_db_url) == TABLES | {"alembic_version"}
+
+
+def test_concurrent_upgrades_migrate_once(db_url):
+    # Every service process calls upgrade() on start; simultaneous starts must not race.
+    errors: list[Exception] = []
+    start = threading.Barrier(3)
+
+    def migrate():
+        try:
+            start.wait()
+            upgrade(db_url)
+        except Exception as exc:  # noqa: BLE001  (asserted on below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=migrate) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert current_revision(db_url) == head_revision()
+    assert _tables(db_url) == TABLES | {"alembic_version"}

@@ -1,0 +1,146 @@
+"""The embedded Redis server and the bounded connection wait, on real servers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arena.settings import Settings
+from arena.storage.redis_server import EmbeddedRedis, RedisUnavailable, connect_redis
+from arena.storage.wiring import open_services
+from envs.errors import ServiceUnavailable
+
+pytestmark = pytest.mark.redis
+
+_SERVE_FOREVER = """
+import time
+from arena.storage.redis_server import EmbeddedRedis
+print(EmbeddedRedis({directory!r}).start().url, flush=True)
+time.sleep(120)
+"""
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_embedded_server_persists_across_restart(tmp_path: Path) -> None:
+    directory = tmp_path / "redis"
+    with EmbeddedRedis(directory) as server:
+        client = connect_redis(server.url, timeout_s=5)
+        client.set("arena:test:k", b"\x00bytes\xff")
+        client.zadd("arena:test:z", {"a": 1, "b": 2})
+        client.close()
+    assert not server.is_running()
+    assert (directory / "appendonlydir").is_dir()  # AOF persistence is on
+    with EmbeddedRedis(directory) as again:
+        client = connect_redis(again.url, timeout_s=5)
+        assert client.get("arena:test:k") == b"\x00bytes\xff"
+        assert client.zrange("arena:test:z", 0, -1) == [b"a", b"b"]
+        client.close()
+
+
+def test_embedded_server_binds_loopback_and_stops(tmp_path: Path) -> None:
+    server = EmbeddedRedis(tmp_path / "r").start()
+    try:
+        assert server.url.startswith("redis://127.0.0.1:") and server.is_running()
+        assert connect_redis(server.url, timeout_s=5).ping()
+    finally:
+        server.stop()
+    server.stop()  # idempotent
+    with pytest.raises(RedisUnavailable, match="not running"):
+        _ = server.url
+
+
+def test_second_server_on_the_same_directory_is_refused(tmp_path: Path) -> None:
+    with (
+        EmbeddedRedis(tmp_path / "redis"),
+        pytest.raises(RedisUnavailable, match="another running Arena process"),
+    ):
+        EmbeddedRedis(tmp_path / "redis").start()
+    with EmbeddedRedis(tmp_path / "redis") as server:  # the lock is released on stop
+        assert server.is_running()
+
+
+def test_a_server_orphaned_by_a_killed_parent_is_stopped_and_its_data_kept(tmp_path: Path) -> None:
+    """SIGKILL the Arena process: its server lives on. The next start must not run a
+    second server on the same files: it stops the orphan (which fsyncs its AOF) and
+    serves the same data."""
+    directory = tmp_path / "redis"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _SERVE_FOREVER.format(directory=str(directory))],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout is not None
+        url = parent.stdout.readline().strip()
+        assert url.startswith("redis://")
+        connect_redis(url, timeout_s=5).set("survives", b"yes")
+    finally:
+        parent.kill()
+        parent.wait()
+    orphan = int((directory / "valkey.pid").read_text())
+    try:
+        with EmbeddedRedis(directory) as server:
+            assert server.is_running()
+            assert not Path(f"/proc/{orphan}").exists() or _zombie(orphan)
+            assert connect_redis(server.url, timeout_s=5).get("survives") == b"yes"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(orphan, signal.SIGKILL)
+
+
+def _zombie(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "Z"
+
+
+def test_connect_redis_gives_up_with_a_clear_error() -> None:
+    url = f"redis://127.0.0.1:{closed_port()}/0"
+    started = time.monotonic()
+    with pytest.raises(RedisUnavailable) as info:
+        connect_redis(url, timeout_s=0.6)
+    elapsed = time.monotonic() - started
+    message = str(info.value)
+    assert url in message and "did not answer PING within 0.6s" in message
+    assert "ARENA_REDIS_URL" in message
+    attempts = int(message.split(" attempts")[0].rsplit("(", 1)[1])
+    assert attempts >= 2  # it retried instead of failing on the first refusal
+    assert elapsed < 5  # bounded: nowhere near a hang (generous for loaded CI machines)
+    assert isinstance(info.value, ServiceUnavailable)  # answered as 503 by the API
+
+
+def test_connect_redis_hides_the_password() -> None:
+    url = f"redis://arena:hunter2@127.0.0.1:{closed_port()}/0"
+    with pytest.raises(RedisUnavailable) as info:
+        connect_redis(url, timeout_s=0.2)
+    assert "hunter2" not in str(info.value) and "arena:***@" in str(info.value)
+
+
+def test_services_start_the_embedded_server_under_data_dir_and_stop_it(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    with open_services(settings) as services:
+        services.redis.set("arena:test:open", b"1")
+        assert services.redis.get("arena:test:open") == b"1"
+        url = services.redis_url
+    assert (tmp_path / "data" / "redis" / "appendonlydir").is_dir()
+    with pytest.raises(RedisUnavailable):
+        connect_redis(url, timeout_s=0.5)  # stopped with the services
+
+
+def test_services_use_an_external_url(redis_url: str, tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data", redis_url=redis_url)
+    with open_services(settings) as services:
+        assert services.redis.ping() and services.redis_url == redis_url
+    assert not (tmp_path / "data" / "redis").exists()  # no embedded server was started
