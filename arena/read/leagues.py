@@ -22,6 +22,7 @@ from league.phases import order_phases
 # Chart box in SVG user units; the plot area leaves room for the axes' labels.
 WIDTH, HEIGHT = 640, 220
 LEFT, RIGHT, TOP, BOTTOM = 48, 12, 12, 30
+PAD = 10  # keeps the first and last generation's dots off the plot's edges
 
 
 def league_page_data(session: Session, league_id: int) -> dict[str, Any] | None:
@@ -61,7 +62,7 @@ def leagues_of(session: Session, env_id: str) -> list[dict[str, Any]]:
 def _x_scale(generations: list[int]) -> Any:
     lo, hi = (min(generations), max(generations)) if generations else (0, 1)
     span = max(hi - lo, 1)
-    return lambda g: round(LEFT + (g - lo) / span * (WIDTH - LEFT - RIGHT), 1)
+    return lambda g: round(LEFT + PAD + (g - lo) / span * (WIDTH - LEFT - RIGHT - 2 * PAD), 1)
 
 
 def _y_scale(lo: float, hi: float) -> Any:
