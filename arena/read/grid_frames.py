@@ -11,15 +11,17 @@ after reset and after every step:
   and the seat that locked it), the seeker -> hider lines of sight, whether a hider was
   seen, and whether the step is in preparation.
 
-Ramps and per-agent heights are read when the core has them (``ramp_pos``,
-``ramp_lock``, ``ramp_holder`` like the box arrays; ``agent_height``), which
-``hide_and_seek-v1`` brings; ``hide_and_seek-v0`` frames have an empty ``ramps`` list.
+Ramps are read as ``hide_and_seek-v1``'s core stores them: extra movable objects after
+the boxes in the ``box_*`` arrays, flagged by ``core.is_ramp``; ``core.elevated()``
+says which agents stand on one. ``hide_and_seek-v0`` frames have an empty ``ramps``
+list and nobody on a ramp.
 Who locked an object is not state of the env (only the team is): it is inferred from
 the recorded actions (the agent of that team that pressed *lock* next to, or holding,
 the object in the step its lock appeared).
 
 Each replay also yields the episode's phase values (:func:`episode_phases`): from
-the env's own detectors when it has them (``env.unwrapped.episode_phases()``), else
+the env's own detectors when it has them (``env.unwrapped.phases()``, v1: chasing, fort,
+ramp_use, ramp_defense), else
 ``chasing`` (share of post-preparation steps in which a seeker saw a hider) and
 ``fort`` (every door held a box at the end of preparation).
 """
@@ -51,11 +53,12 @@ def grid_frames(record: MatchRecord) -> dict[str, Any]:
     Returns:
         ``{"kind": "grid", "env", "size", "walls", "doors", "prep_steps", "max_steps",
         "agents": [{"seat", "name", "team"}], "frames": [{"step", "prep", "seen",
-        "agents": [{"seat", "row", "col", "holding", "height"}], "boxes": [...],
+        "agents": [{"seat", "row", "col", "holding", "on_ramp"}], "boxes": [...],
         "ramps": [...], "sight": [[seeker_seat, hider_seat], ...]}], "phases",
         "has_ramps", "seats", "winner", "termination"}``. Boxes and ramps are
-        ``{"id", "row", "col", "lock", "locked_by", "held_by"}`` with ``lock`` ``None``,
-        ``"hiders"`` or ``"seekers"``.
+        ``{"id", "ramp", "row", "col", "lock", "locked_by", "held_by"}`` (``id``: the
+        object's index, as ``holding`` names it) with ``lock`` ``None``, ``"hiders"``
+        or ``"seekers"``.
 
     Raises:
         ValueError: The actions do not fit the env's cycles.
@@ -82,7 +85,7 @@ def grid_frames(record: MatchRecord) -> dict[str, Any]:
         "walls": ["".join("#" if w else "." for w in row) for row in core.walls[0]],
         "doors": [list(d) for d in sorted({(int(r), int(c)) for r, c in core.doors[0] if not core.walls[0, r, c]})],
         "prep_steps": int(core.prep_steps), "max_steps": int(core.max_steps), "agents": agents,
-        "frames": frames, "phases": phases, "has_ramps": _ramps(core) is not None,
+        "frames": frames, "phases": phases, "has_ramps": bool(_is_ramp(core).any()),
         "seats": list(record.seats), "winner": record.winner, "termination": record.termination,
     }
 
@@ -118,7 +121,7 @@ def recorded_cycles(env: Any, record: MatchRecord) -> Iterator[dict[int, int]]:
 
 def episode_phases(env: Any, seen_steps: int, post_prep: int) -> dict[str, float]:
     """Phase values of the episode the env just played (see the module docstring)."""
-    own = getattr(env.unwrapped, "episode_phases", None)
+    own = getattr(env.unwrapped, "phases", None)
     if callable(own):
         return {str(k): float(v) for k, v in own().items()}
     return {"chasing": seen_steps / post_prep if post_prep else 0.0,
@@ -130,43 +133,37 @@ def match_phases(record: MatchRecord) -> dict[str, float]:
     return grid_frames(record)["phases"]
 
 
-def _ramps(core: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(pos, lock, holder)`` of env 0's ramps, or ``None`` when the core has none."""
-    pos = getattr(core, "ramp_pos", None)
-    if pos is None:
-        return None
-    n = pos.shape[1]
-    lock = getattr(core, "ramp_lock", np.full((1, n), -1))
-    holder = getattr(core, "ramp_holder", np.full((1, n), -1))
-    return pos[0], lock[0], holder[0]
+def _is_ramp(core: Any) -> np.ndarray:
+    """``(n_objects,)`` bool: which movable objects are ramps (none before v1)."""
+    flags = getattr(core, "is_ramp", None)
+    return np.zeros(core.n_boxes, dtype=bool) if flags is None else np.asarray(flags[: core.n_boxes], dtype=bool)
 
 
-def _objects(pos: np.ndarray, lock: np.ndarray, holder: np.ndarray, count: int,
-             lockers: dict[int, int | None]) -> list[dict[str, Any]]:
+def _objects(core: Any, lockers: dict[int, int | None]) -> list[dict[str, Any]]:
+    """Every box and ramp of env 0: ``{"id", "ramp", "row", "col", "lock", "locked_by", "held_by"}``."""
     out = []
-    for b in range(count):
-        team = int(lock[b])
-        out.append({"id": b, "row": int(pos[b, 0]), "col": int(pos[b, 1]),
+    for b, ramp in enumerate(_is_ramp(core).tolist()):
+        team, holder = int(core.box_lock[0, b]), int(core.box_holder[0, b])
+        y, x = core.box_pos[0, b]
+        out.append({"id": b, "ramp": ramp, "row": int(y), "col": int(x),
                     "lock": TEAM_NAMES[team] if team >= 0 else None,
                     "locked_by": lockers.get(b) if team >= 0 else None,
-                    "held_by": int(holder[b]) if holder[b] >= 0 else None})
+                    "held_by": holder if holder >= 0 else None})
     return out
 
 
 def _frame(core: Any, lockers: _Lockers) -> dict[str, Any]:
     t = int(core.t[0])
-    heights = getattr(core, "agent_height", None)
-    agents = [{"seat": a, "row": int(y), "col": int(x), "holding": int(core.holding[0, a]),
-               "height": int(heights[0, a]) if heights is not None else 0}
+    up = core.elevated()[0] if hasattr(core, "elevated") else np.zeros(core.n_agents, dtype=bool)
+    agents = [{"seat": a, "row": int(y), "col": int(x), "holding": int(core.holding[0, a]), "on_ramp": bool(up[a])}
               for a, (y, x) in enumerate(core.agent_pos[0])]
-    vis = core.visibility()[0]
+    vis = core.visibility()[0]  # recomputed from the state the step left: what the step saw
     team = core.team
     sight = [[int(i), int(j)] for i, j in zip(*np.nonzero(vis)) if team[i] == 1 and team[j] == 0]
-    ramps = _ramps(core)
+    objects = _objects(core, lockers.who)
     return {
         "step": t, "prep": t < core.prep_steps, "seen": bool(core.seen[0]), "agents": agents,
-        "boxes": _objects(core.box_pos[0], core.box_lock[0], core.box_holder[0], core.n_boxes, lockers.boxes),
-        "ramps": [] if ramps is None else _objects(*ramps, len(ramps[0]), lockers.ramps),
+        "boxes": [o for o in objects if not o["ramp"]], "ramps": [o for o in objects if o["ramp"]],
         "sight": sight,
     }
 
@@ -176,39 +173,30 @@ class _Lockers:
 
     def __init__(self, core: Any) -> None:
         self.core = core
-        self.boxes: dict[int, int | None] = {}
-        self.ramps: dict[int, int | None] = {}
+        self.who: dict[int, int | None] = {}
         self._locks: list[int] = []
-        self._was: list[np.ndarray] = []
-        self._touch_before: dict[int, list[np.ndarray]] = {}
+        self._was = np.zeros(0)
+        self._touch_before: dict[int, np.ndarray] = {}
 
-    def _state(self) -> list[tuple[str, np.ndarray, np.ndarray, dict[int, int | None]]]:
-        core = self.core
-        out = [("box", core.box_pos[0, : core.n_boxes], core.box_lock[0, : core.n_boxes], self.boxes)]
-        ramps = _ramps(core)
-        if ramps is not None:
-            out.append(("ramp", ramps[0], ramps[1], self.ramps))
-        return out
-
-    def _touching(self, seat: int, pos: np.ndarray) -> np.ndarray:
-        """Objects at ``pos`` next to seat's agent (or held by it)."""
+    def _touching(self, seat: int) -> np.ndarray:
+        """Objects next to the seat's agent (held ones are next to it too), or under it."""
         y, x = self.core.agent_pos[0, seat]
+        pos = self.core.box_pos[0, : self.core.n_boxes]
         return (np.abs(pos[:, 0] - y) + np.abs(pos[:, 1] - x)) <= 1
 
     def before(self, acts: dict[int, int]) -> None:
         """Note, per lock-pressing seat, the objects it touches before the step."""
         self._locks = [s for s, a in acts.items() if a == LOCK_ACTION]
-        self._was = [lock.copy() for _, _, lock, _ in self._state()]
-        self._touch_before = {s: [self._touching(s, pos) for _, pos, _, _ in self._state()] for s in self._locks}
+        self._was = self.core.box_lock[0, : self.core.n_boxes].copy()
+        self._touch_before = {s: self._touching(s) for s in self._locks}
 
     def after(self, acts: dict[int, int]) -> None:
         """Credit every newly locked object to a lock-pressing seat of the locking team."""
-        team = self.core.team
-        for k, (_, pos, lock, who) in enumerate(self._state()):
-            for b in np.nonzero(lock != self._was[k])[0].tolist():
-                if lock[b] < 0:
-                    who.pop(b, None)
-                    continue
-                cands = [s for s in self._locks if team[s] == lock[b]]
-                near = [s for s in cands if self._touch_before[s][k][b] or self._touching(s, pos)[b]]
-                who[b] = (near or cands or [None])[0]
+        team, lock = self.core.team, self.core.box_lock[0, : self.core.n_boxes]
+        for b in np.flatnonzero(lock != self._was).tolist():
+            if lock[b] < 0:
+                self.who.pop(b, None)
+                continue
+            cands = [s for s in self._locks if team[s] == lock[b]]
+            near = [s for s in cands if self._touch_before[s][b] or self._touching(s)[b]]
+            self.who[b] = (near or cands or [None])[0]

@@ -2,7 +2,7 @@
  *
  * The frames come from the server (GET /api/v1/matches/{id}/frames, embedded in the page as
  * #frames-data): walls and doors once, then per step the boxes and ramps (with their locks and
- * who locked them), the agents by team (height when on a ramp), the seekers' lines of sight to
+ * who locked them), the agents by team (ringed when standing on a ramp), the seekers' lines of sight to
  * the hiders they see, and whether the step is in the preparation phase. replay.js owns the
  * controls (slider, play/pause, keys) and calls ArenaGrid.draw(i) for every step shown.
  */
@@ -61,11 +61,12 @@ window.ArenaGrid = (() => {
       const info = data.agents[a.seat];
       const [cx, cy] = center(a);
       const g = el("g", {class: `hs-agent team-${info.team}` + (seen.has(a.seat) ? " seen" : "") +
-        (a.height > 0 ? " raised" : ""), "data-seat": a.seat}, layer);
+        (a.on_ramp ? " raised" : ""), "data-seat": a.seat}, layer);
       el("circle", {cx, cy, r: 0.36}, g);
       el("text", {x: cx, y: cy + 0.17, "text-anchor": "middle"}, g).textContent = String(a.seat);
-      titled(g, `${info.name} (${info.team}) at (${a.row}, ${a.col})` + (a.height > 0 ? ", on a ramp" : "") +
-        (a.holding >= 0 ? `, holding box ${a.holding}` : "") + (seen.has(a.seat) ? ", seen" : ""));
+      const held = a.holding >= 0 ? `, holding ${frame.ramps.some((r) => r.id === a.holding) ? "ramp" : "box"} ${a.holding}` : "";
+      titled(g, `${info.name} (${info.team}) at (${a.row}, ${a.col})` + (a.on_ramp ? ", on a ramp" : "") + held +
+        (seen.has(a.seat) ? ", seen" : ""));
     }
     const phase = document.getElementById("hs-phase");
     const t = frame.step;
