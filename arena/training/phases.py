@@ -94,12 +94,16 @@ def timeline_rows(timeline: PhaseTimeline) -> list[dict]:
             for rec in timeline.rows()]
 
 
-def publish_timeline(sessions: sessionmaker[Session], state: LeagueState) -> int:
-    """Write the league's timeline to the database; returns the rows written (0 without a league id)."""
-    if state.league_id is None:
+def publish_timeline(sessions: sessionmaker[Session], league_id: int | None, timeline: PhaseTimeline) -> int:
+    """Write a league's timeline to the database (``league_generations``), where its web page reads it.
+
+    Any trainer with a :class:`~league.phases.PhaseTimeline` and the id of its ``leagues``
+    row can call this; returns the rows written (0 without a league id).
+    """
+    if league_id is None:
         return 0
     with sessions.begin() as session:
-        return repo.replace_generations(session, state.league_id, timeline_rows(state.phases))
+        return repo.replace_generations(session, league_id, timeline_rows(timeline))
 
 
 def refresh_timeline(sessions: sessionmaker[Session], state: LeagueState) -> int:
@@ -110,5 +114,5 @@ def refresh_timeline(sessions: sessionmaker[Session], state: LeagueState) -> int
     """
     fill_ratings(state)
     counted = scan_recorded_matches(sessions, state)
-    publish_timeline(sessions, state)
+    publish_timeline(sessions, state.league_id, state.phases)
     return counted

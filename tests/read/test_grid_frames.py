@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from agents.catalog import make_policy
 from arena.engine import MatchEngine, MatchJob
@@ -107,3 +108,37 @@ def test_a_forfeit_mid_step_ends_the_frames_at_the_last_full_step():
     frames = match_frames(record)
     assert frames["kind"] == "grid" and [f["step"] for f in frames["frames"]] == list(range(11))
     assert frames["frames"][-1]["prep"] is True and frames["phases"]["chasing"] == 0.0
+
+
+def test_ramps_locks_and_climbers_of_v1_follow_the_env():
+    """Runs once ``hide_and_seek-v1`` (ramps) is registered; skipped before."""
+    from envs.registry import list_envs
+
+    if "hide_and_seek-v1" not in [s.env_id for s in list_envs()]:
+        pytest.skip("hide_and_seek-v1 is not registered in this checkout")
+    v1 = "hide_and_seek-v1"
+    engine = MatchEngine()
+    try:
+        jobs = [MatchJob(seed=s, agents=("random", "random")) for s in range(8)]
+        records = engine.play(v1, jobs, {"random": make_policy("random", v1)})
+    finally:
+        engine.close()
+    spec, climbed = get_spec(v1), 0
+    for record in records:
+        frames = match_frames(record)
+        assert frames["kind"] == "grid" and frames["has_ramps"]
+        env = make_env(v1)
+        env.reset(seed=record.seed)
+        core = env.unwrapped.core
+        for i, frame in enumerate(frames["frames"][1:]):
+            env.step({spec.seats[s]: a for s, a in record.actions[4 * i: 4 * i + 4]})
+            objects = sorted(frame["boxes"] + frame["ramps"], key=lambda o: o["id"])
+            assert [[o["row"], o["col"]] for o in objects] == core.box_pos[0, : core.n_boxes].tolist()
+            assert [o["ramp"] for o in objects] == core.is_ramp[: core.n_boxes].tolist()
+            assert [o["lock"] is not None for o in objects] == (core.box_lock[0, : core.n_boxes] >= 0).tolist()
+            assert all((o["locked_by"] is not None) == (o["lock"] is not None) for o in objects)
+            assert [a["on_ramp"] for a in frame["agents"]] == core.elevated()[0].tolist()
+            climbed += sum(a["on_ramp"] for a in frame["agents"])
+        assert frames["phases"] == env.unwrapped.phases()  # the env's own detectors, ramps included
+        assert {"ramp_use", "ramp_defense"} <= set(frames["phases"])
+    assert climbed > 0  # random agents do walk onto the ramp now and then

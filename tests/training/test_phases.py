@@ -57,7 +57,7 @@ def test_recorded_matches_become_generation_rows_with_first_matches(migrated_db_
     state.phases.firsts.clear()
     state.phases.add_rates(5, {"fort": 0.25}, episodes=4)
     fill_ratings(state)  # generation 2's rating comes back with its snapshot
-    assert publish_timeline(sessions, state) == 2
+    assert publish_timeline(sessions, state.league_id, state.phases) == 2
     with sessions() as session:
         got = [(r.generation, r.episodes, r.phase_rates) for r in repo.league_generations(session, league_id)]
     assert got == [(2, 0, {}), (5, 4, {"fort": 0.25})]
