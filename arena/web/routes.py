@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -26,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.api.errors import error_responses
 from arena.api.routes import API_PREFIX
+from arena.api.schemas import MAX_ID, LeagueTimelinePublic
 from arena.api.state import ApiState
 from arena.read.frames import match_frames
 from arena.read.leagues import league_page_data, leagues_of
@@ -91,6 +93,7 @@ def db_session(
 
 
 SessionDep = Annotated[Session, Depends(db_session)]
+LeagueIdPath = Annotated[int, PathParam(ge=1, le=MAX_ID, description="League id.")]
 
 
 def web_router() -> APIRouter:
@@ -135,15 +138,15 @@ def web_router() -> APIRouter:
                     payoff=payoff_data(session, env_id, top, state=_api_state(request)))
 
     @router.get("/leagues/{league_id}", response_class=HTMLResponse, include_in_schema=False)
-    def league(request: Request, league_id: int, session: SessionDep) -> HTMLResponse:
+    def league(request: Request, league_id: LeagueIdPath, session: SessionDep) -> HTMLResponse:
         data = league_page_data(session, league_id)
         if data is None:
             return not_found(request, f"league {league_id}")
         return page(request, "league.html", title=f"League {data['name']}", league=data)
 
-    @router.get(f"{API_PREFIX}/leagues/{{league_id}}/timeline", tags=["leagues"],
-                summary="Strategy timeline of a training league", responses=error_responses(404))
-    def timeline(league_id: int, session: SessionDep) -> dict[str, Any]:
+    @router.get(f"{API_PREFIX}/leagues/{{league_id}}/timeline", tags=["leagues"], response_model=LeagueTimelinePublic,
+                summary="Strategy timeline of a training league", responses=error_responses(404, 422))
+    def timeline(league_id: LeagueIdPath, session: SessionDep) -> dict[str, Any]:
         """Phase rates and ratings per generation, and the first match of each phase.
 
         ``{"id", "name", "env_id", "phases", "roles", "rows": [{"generation",

@@ -71,6 +71,7 @@ def test_timeline_json_and_unknown_league(client: TestClient, seeded: HideAndSee
     assert {f["phase"]: f["match_id"] for f in data["firsts"]} == {
         p: f.match_id for p, f in seeded.timeline.firsts.items()}
     assert client.get("/api/v1/leagues/999/timeline").status_code == 404
+    assert client.get(f"/api/v1/leagues/{2**40}/timeline").status_code == 422  # ids are 32-bit
     assert client.get("/leagues/999").status_code == 404
     board = client.get(f"/envs/{HS}").text
     assert f'href="/leagues/{seeded.league_id}"' in board  # the env's leaderboard links its leagues
