@@ -58,6 +58,7 @@ def test_viewer_draws_the_grid_and_the_slider_changes_the_frame(page: object, se
     assert page.locator("#step-label").inner_text() == "0 / 60"
     assert "Preparation" in page.locator("#hs-phase").inner_text()
     assert page.locator("#hs-phase").get_attribute("class") == "hs-phase prep"
+    assert "prep" in page.locator("#hs-grid").get_attribute("class").split()  # seekers drawn frozen
     start = [(a["row"], a["col"]) for a in data["frames"][0]["agents"]]
     assert agent_cells(page) == start
 
@@ -66,6 +67,7 @@ def test_viewer_draws_the_grid_and_the_slider_changes_the_frame(page: object, se
     assert agent_cells(page) == [(a["row"], a["col"]) for a in data["frames"][k]["agents"]]
     assert page.locator("#hs-grid line.hs-sight").count() == len(data["frames"][k]["sight"])
     assert "a seeker sees a hider" in page.locator("#hs-phase").inner_text()
+    assert "prep" not in page.locator("#hs-grid").get_attribute("class").split()
     assert page.locator("#hs-grid g.hs-agent.seen").count() == len({h for _, h in data["frames"][k]["sight"]})
 
     # Locks: a box locked by the hiders shows the seat that locked it.

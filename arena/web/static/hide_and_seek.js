@@ -75,6 +75,7 @@ window.ArenaGrid = (() => {
       ? `Preparation: step ${t} of ${data.prep_steps}, seekers frozen`
       : `Step ${t} of ${data.max_steps}: ` + (frame.seen ? "a seeker sees a hider" : "hiders hidden");
     svg.setAttribute("aria-label", `Grid after step ${t} of ${data.max_steps}`);
+    svg.classList.toggle("prep", frame.prep);
     const text = document.getElementById("move-text");
     const last = data.frames.length - 1;
     let s = i === 0 ? "Start positions." : `Step ${t}.`;
