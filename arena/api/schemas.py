@@ -199,3 +199,27 @@ class RatingPoint(BaseModel):
 class HistoryPublic(BaseModel):
     agent_id: int
     data: list[RatingPoint]
+
+
+class GenerationPublic(BaseModel):
+    generation: int
+    episodes: int = Field(description="Episodes the phase rates are measured over.")
+    rates: dict[str, float] = Field(description="Phase -> rate in [0, 1] among the generation's episodes.")
+    ratings: dict[str, list[float]] = Field(description="Role -> [mu, sigma] of the generation's snapshot.")
+    firsts: list[str] = Field(description="Phases that first happened in this generation.")
+
+
+class PhaseFirstPublic(BaseModel):
+    phase: str
+    generation: int
+    match_id: str = Field(description="The first recorded match where the phase happened (replayable).")
+
+
+class LeagueTimelinePublic(BaseModel):
+    id: int
+    name: str
+    env_id: str
+    phases: list[str] = Field(description="Phases in the order they are known to emerge.")
+    roles: list[str]
+    rows: list[GenerationPublic]
+    firsts: list[PhaseFirstPublic]

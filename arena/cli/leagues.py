@@ -8,11 +8,37 @@ from rich.table import Table
 
 from arena.cli.console import console, fail
 from envs.errors import ArenaError
+from league.phases import PhaseTimeline
 
 league_app = typer.Typer(help="Self-play training leagues (PPO learners in AlphaStar roles).",
                          no_args_is_help=True)
 
 
+def phase_table(timeline: PhaseTimeline, roles: tuple[str, ...], title: str = "strategy phases") -> Table:
+    """Per generation: episodes, the rate of each strategy phase, and mu +- sigma per role.
+
+    Rates of a phase's first recorded occurrence are marked with ``*`` (the match is
+    in the timeline's ``firsts`` and on the league's web page).
+    """
+    table = Table(title=title)
+    table.add_column("generation", justify="right")
+    table.add_column("episodes", justify="right")
+    phases = timeline.phases
+    rated = {r for rec in timeline.rows() for r in rec.ratings}
+    shown_roles = [r for r in dict.fromkeys(roles) if r in rated] + sorted(rated - set(roles))
+    for p in phases:
+        table.add_column(p.replace("_", " "), justify="right")
+    for r in shown_roles:
+        table.add_column(f"{r} mu±sigma", justify="right")
+    firsts = {(f.generation, f.phase) for f in timeline.firsts.values()}
+    for rec in timeline.rows():
+        rates = rec.rates
+        cells = [f"{rates[p]:.2f}{'*' if (rec.generation, p) in firsts else ''}" if p in rates else "-"
+                 for p in phases]
+        ratings = [f"{rec.ratings[r][0]:.2f}±{rec.ratings[r][1]:.2f}" if r in rec.ratings else "-"
+                   for r in shown_roles]
+        table.add_row(str(rec.generation), f"{rec.episodes:,}", *cells, *ratings)
+    return table
 
 
 def learners_table(progress, title: str) -> Table:
@@ -132,6 +158,12 @@ def status(name: str = typer.Option("main", help="League name.")) -> None:
         snaps.add_row(s.name, s.key, str(s.updates), f"{s.env_steps:,}", s.reason,
                       f"{mu:.2f}" if mu != "-" else mu, f"{sigma:.2f}" if sigma != "-" else sigma)
     console.print(snaps)
+    if state.phases.generations:
+        from envs.registry import get_spec
+
+        console.print(phase_table(state.phases, get_spec(state.env_id).roles))
+        for f in state.phases.firsts.values():
+            console.print(f"first {f.phase}: generation {f.generation}, match {f.match_id}")
     if state.plot:
         console.print(f"plot: {state.plot}")
     console.print(f"state: {league_dir.root}")

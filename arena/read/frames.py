@@ -11,6 +11,9 @@ every intermediate position:
   across the top row) and renders them that way.
 * ``simple_tag`` is re-played through the real PettingZoo/mpe2 env with the record's
   seed; entity positions are read from ``env.unwrapped.world`` after every cycle.
+* Hide and seek (``hide_and_seek-v*``) is re-played through its PettingZoo env; the
+  grid, boxes, ramps, locks and lines of sight of every step come from the env's core
+  (:mod:`arena.read.grid_frames`).
 * Anything else has no visual replay (``{"kind": "none"}``).
 
 The functions here are pure: a record in, plain JSON-ready dicts out.
@@ -24,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from arena.engine.records import MatchRecord
-from envs.registry import get_spec, make_env, make_vector_core
+from arena.read.grid_frames import grid_frames, is_grid_env, recorded_cycles, replay_env
+from envs.registry import make_vector_core
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +46,16 @@ def match_frames(record: MatchRecord) -> dict[str, Any]:
 
     Returns:
         ``{"kind": "board", ...}`` (see :func:`board_frames`), ``{"kind":
-        "particles", ...}`` (see :func:`particle_frames`) or ``{"kind": "none",
+        "particles", ...}`` (see :func:`particle_frames`), ``{"kind": "grid", ...}``
+        (see :func:`arena.read.grid_frames.grid_frames`) or ``{"kind": "none",
         "reason": ...}`` when the env has no visual replay or the record cannot be
         re-played (the reason says why).
     """
     try:
         if record.env in PARTICLE_ENVS:
             return particle_frames(record)
+        if is_grid_env(record.env):
+            return grid_frames(record)
         if make_vector_core(record.env) is not None:
             return board_frames(record)
     except Exception as exc:  # noqa: BLE001 - a bad record must not break the page
@@ -144,24 +151,12 @@ def particle_frames(record: MatchRecord) -> dict[str, Any]:
     Raises:
         ValueError: The actions do not fit the env's cycles.
     """
-    spec = get_spec(record.env)
-    env = make_env(record.env)
-    try:
-        env.reset(seed=int(record.seed % (2**31)))
+    with replay_env(record) as (spec, env):
         world = env.unwrapped.world
         frames = [_world_frame(world, 0)]
-        actions, i, step = record.actions, 0, 0
-        while i < len(actions) and env.agents:
-            live = len(env.agents)
-            cycle = actions[i : i + live]
-            if len(cycle) < live:  # a forfeit mid-cycle: the cycle was never stepped
-                break
-            env.step({spec.seats[s]: int(a) for s, a in cycle})
-            i += live
-            step += 1
+        for step, cycle in enumerate(recorded_cycles(env, record), 1):
+            env.step({spec.seats[s]: int(a) for s, a in cycle.items()})
             frames.append(_world_frame(world, step))
-    finally:
-        env.close()
     bound = max(
         (max(abs(e["x"]), abs(e["y"])) + e["size"] for f in frames for e in f["entities"]),
         default=1.0,

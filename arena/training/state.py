@@ -26,6 +26,7 @@ from safetensors.torch import load as load_safetensors_bytes  # tensors only, ne
 
 from agents.checkpoint import atomic_write
 from league.matchmaking import WinRateTable
+from league.phases import PhaseTimeline
 
 FORMAT_VERSION = 1
 
@@ -88,6 +89,10 @@ class LeagueState:
     rng_state: dict[str, Any] | None = None
     ratings: dict[str, list[float]] = field(default_factory=dict)
     plot: str | None = None
+    phases: PhaseTimeline = field(default_factory=PhaseTimeline)
+    """strategy phases per generation (hide and seek), see :mod:`arena.training.phases`"""
+    phases_seq: int = 0
+    """match log position up to which recorded matches were scanned for phases"""
 
     @property
     def updates(self) -> int:
@@ -110,6 +115,7 @@ class LeagueState:
             "roster": self.roster, "snapshots": [asdict(s) for s in self.snapshots],
             "league_id": self.league_id, "runs": self.runs, "seconds": self.seconds,
             "rng_state": self.rng_state, "ratings": self.ratings, "plot": self.plot,
+            "phases": self.phases.to_json(), "phases_seq": self.phases_seq,
         }
 
     @classmethod
@@ -122,6 +128,7 @@ class LeagueState:
             roster=list(data["roster"]), snapshots=[SnapshotEntry(**s) for s in data["snapshots"]],
             league_id=data.get("league_id"), runs=data.get("runs", 0), seconds=data.get("seconds", 0.0),
             rng_state=data.get("rng_state"), ratings=data.get("ratings", {}), plot=data.get("plot"),
+            phases=PhaseTimeline.from_json(data.get("phases")), phases_seq=data.get("phases_seq", 0),
         )
 
 

@@ -334,11 +334,17 @@ class LeagueTrainer:
                               len(self.state.snapshots), list(infos.values()), ratings, "done")
 
     def report(self, matches_per_agent: int = 60) -> dict[str, list[float]]:
-        """Rate every snapshot against the baselines on the ladder, save the ratings and the plot."""
+        """Rate every snapshot against the baselines on the ladder, save the ratings, the plot and the timeline.
+
+        The timeline (:mod:`arena.training.phases`: ratings and strategy phases per
+        generation) is published to the database for the league's web page.
+        """
+        from arena.training.phases import refresh_timeline
         from arena.training.report import plot_ratings, rate_league
 
         ratings = rate_league(self.services, self.state, self.baselines, matches_per_agent, self.cfg.seed)
         self.state.ratings = ratings
         self.state.plot = str(plot_ratings(self.state, ratings, self.dir.plot_path))
+        refresh_timeline(self.services.sessions, self.state)
         self.dir.save_state(self.state)
         return ratings

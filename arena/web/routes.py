@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -26,8 +27,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.api.errors import error_responses
 from arena.api.routes import API_PREFIX
+from arena.api.schemas import MAX_ID, LeagueTimelinePublic
 from arena.api.state import ApiState
 from arena.read.frames import match_frames
+from arena.read.leagues import league_page_data, leagues_of
 from arena.read.pages import (
     agent_data,
     env_summaries,
@@ -90,6 +93,7 @@ def db_session(
 
 
 SessionDep = Annotated[Session, Depends(db_session)]
+LeagueIdPath = Annotated[int, PathParam(ge=1, le=MAX_ID, description="League id.")]
 
 
 def web_router() -> APIRouter:
@@ -120,7 +124,7 @@ def web_router() -> APIRouter:
         return page(request, "leaderboard.html", title=f"{env_id} leaderboard", spec=spec,
                     roles=roles, role=role,
                     board=leaderboard_data(session, env_id, role, state=_api_state(request)),
-                    matches=recent_matches(session, env_id, limit=10),
+                    matches=recent_matches(session, env_id, limit=10), leagues=leagues_of(session, env_id),
                     total_matches=repo.count_matches(session, env_id))
 
     @router.get("/envs/{env_id}/payoff", response_class=HTMLResponse, include_in_schema=False)
@@ -132,6 +136,28 @@ def web_router() -> APIRouter:
         top = min(max(top, 2), 32)
         return page(request, "payoff.html", title=f"{env_id} payoff", env_id=env_id, top=top,
                     payoff=payoff_data(session, env_id, top, state=_api_state(request)))
+
+    @router.get("/leagues/{league_id}", response_class=HTMLResponse, include_in_schema=False)
+    def league(request: Request, league_id: LeagueIdPath, session: SessionDep) -> HTMLResponse:
+        data = league_page_data(session, league_id)
+        if data is None:
+            return not_found(request, f"league {league_id}")
+        return page(request, "league.html", title=f"League {data['name']}", league=data)
+
+    @router.get(f"{API_PREFIX}/leagues/{{league_id}}/timeline", tags=["leagues"], response_model=LeagueTimelinePublic,
+                summary="Strategy timeline of a training league", responses=error_responses(404, 422))
+    def timeline(league_id: LeagueIdPath, session: SessionDep) -> dict[str, Any]:
+        """Phase rates and ratings per generation, and the first match of each phase.
+
+        ``{"id", "name", "env_id", "phases", "roles", "rows": [{"generation",
+        "episodes", "rates": {phase: rate}, "ratings": {role: [mu, sigma]}, "firsts"}],
+        "firsts": [{"phase", "generation", "match_id"}]}``.
+        """
+        data = league_page_data(session, league_id)
+        if data is None:
+            raise HTTPException(status_code=404, detail=f"no league with id {league_id}")
+        keep = ("id", "name", "env_id", "phases", "roles", "rows", "firsts")
+        return {k: data[k] for k in keep}
 
     @router.get("/agents/{agent_id}", response_class=HTMLResponse, include_in_schema=False)
     def agent(request: Request, agent_id: int, session: SessionDep) -> HTMLResponse:
@@ -156,7 +182,10 @@ def web_router() -> APIRouter:
 
         Board games: ``{"kind": "board", "rows", "cols", "frames", "moves", "seats",
         "winner", "termination"}`` with ``frames[i][row][col]`` 0 (empty) or
-        ``seat + 1``. ``simple_tag``: ``{"kind": "particles", "frames": [{"step",
+        ``seat + 1``. Hide and seek: ``{"kind": "grid", "size", "walls", "doors",
+        "frames": [{"step", "prep", "agents", "boxes", "ramps", "sight"}], "phases",
+        ...}`` (see :func:`arena.read.grid_frames.grid_frames`).
+        ``simple_tag``: ``{"kind": "particles", "frames": [{"step",
         "entities": [{"name", "x", "y", "size", "role"}]}], "bounds", ...}``. Other
         envs: ``{"kind": "none", "reason"}``.
         """

@@ -5,15 +5,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 ARENA = [sys.executable, "-m", "arena.cli"]
+# The checkout under test, first on the path: the CLI runs in another folder, where the
+# venv's installed ``arena`` (possibly another checkout) would be found otherwise.
+REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def run(*args: str, data_dir, timeout: int = 300) -> subprocess.CompletedProcess:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "COLUMNS": "200",
-           "ARENA_DATA_DIR": str(data_dir), "RAY_AUTH_MODE": "disabled", "HOME": str(data_dir)}
+           "ARENA_DATA_DIR": str(data_dir), "RAY_AUTH_MODE": "disabled", "HOME": str(data_dir),
+           "PYTHONPATH": REPO_ROOT}
     return subprocess.run([*ARENA, *args], check=False, cwd=data_dir, capture_output=True, text=True,
                           timeout=timeout, env=env)
 

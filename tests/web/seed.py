@@ -19,11 +19,15 @@ from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import register_builtin_agents
 from arena.runners import AgentSource, InProcessRunner
 from arena.storage.db import make_engine, session_factory, upgrade
+from arena.storage.db import repositories as repo
+from arena.training.phases import timeline_rows
 from envs.registry import get_spec
+from league.phases import PhaseTimeline
 
 C4 = "connect_four-v3"
 TTT = "tictactoe-v3"
 TAG = "simple_tag-v3"
+HS = "hide_and_seek-v0"
 C4_AGENTS = ("heuristic", "heuristic:epsilon=0.5", "random")
 # Joins the connect four ladder late and plays a few placement matches: its wide
 # interval gives the leaderboard real rank ranges ("1–3").
@@ -78,3 +82,53 @@ def record_unrated_tag_match(sessions: sessionmaker[Session], seed: int = 5) -> 
         ids = register_builtin_agents(session, TAG, sorted(set(record.seats)))
     record_unrated(sessions, spec, [record], ids)
     return record.match_id
+
+
+@dataclass
+class HideAndSeekArena:
+    """A database with recorded hide-and-seek matches and a league timeline over them."""
+
+    url: str
+    sessions: sessionmaker[Session]
+    match_ids: list[str]
+    league_id: int
+    timeline: PhaseTimeline
+
+
+def play_hide_and_seek(matches: int, seed: int = 3) -> list:
+    """``matches`` hide-and-seek matches of random hiders against random seekers."""
+    engine = MatchEngine()
+    try:
+        jobs = [MatchJob(seed=seed + i, agents=("random", "random")) for i in range(matches)]
+        return engine.play(HS, jobs, {"random": make_policy("random", HS)})
+    finally:
+        engine.close()
+
+
+def seed_hide_and_seek(url: str, matches: int = 4) -> HideAndSeekArena:
+    """Migrate ``url``, record ``matches`` hide-and-seek matches and a 4-generation timeline.
+
+    Generation ``g`` (1..4) counts match ``g - 1`` with its replayed phase values, so
+    each phase's first occurrence is a real, replayable match; ``fort`` gets rates
+    from a trainer's own counts (no match) in generations 3 and 4, and hider and
+    seeker ratings move apart generation by generation.
+    """
+    from arena.read.grid_frames import match_phases
+
+    upgrade(url)
+    sessions = session_factory(make_engine(url))
+    records = play_hide_and_seek(matches)
+    with sessions.begin() as session:
+        ids = register_builtin_agents(session, HS, ["random"])
+    record_unrated(sessions, get_spec(HS), records, ids)
+    timeline = PhaseTimeline()
+    for gen, record in enumerate(records, 1):
+        timeline.add_episode(gen, match_phases(record), record.match_id)
+        timeline.set_rating(gen, "hider", 25.0 + gen, 8.0 - gen)
+        timeline.set_rating(gen, "seeker", 25.0 - gen, 8.0 - gen)
+        if gen >= 3:
+            timeline.add_rates(gen, {"fort": 0.9}, episodes=99)
+    with sessions.begin() as session:
+        league_id = repo.create_league(session, "hs-demo", HS, {"roles": ["hider", "seeker"]})
+        repo.replace_generations(session, league_id, timeline_rows(timeline))
+    return HideAndSeekArena(url, sessions, [r.match_id for r in records], league_id, timeline)

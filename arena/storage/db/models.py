@@ -257,3 +257,24 @@ class QueuedMatch(Base):
     seed: Mapped[int] = mapped_column(BigInteger())
     agents: Mapped[list[Any]] = mapped_column(JSON())
     created_at: Mapped[datetime] = _created_at()
+
+
+class LeagueGeneration(Base):
+    """A training league's strategy timeline: one row per generation (derived data).
+
+    ``phase_rates`` maps each strategy phase the env detects (``chasing``, ``fort``,
+    ``ramp_use``, ...) to its rate over the generation's episodes, ``ratings`` each
+    env role to the ``[mu, sigma]`` of the generation's snapshot, and ``first_matches``
+    each phase that first happened in this generation to the recorded match where it did.
+    Written by the trainer (:mod:`arena.training.phases`) from its saved timeline.
+    """
+
+    __tablename__ = "league_generations"
+
+    league_id: Mapped[int] = mapped_column(ForeignKey("leagues.id", ondelete="CASCADE"), primary_key=True)
+    generation: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    episodes: Mapped[int] = mapped_column(BigInteger())
+    phase_rates: Mapped[dict[str, Any]] = mapped_column(JSON())
+    ratings: Mapped[dict[str, Any]] = mapped_column(JSON())
+    first_matches: Mapped[dict[str, Any]] = mapped_column(JSON())
+    updated_at: Mapped[datetime] = _created_at()

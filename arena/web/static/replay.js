@@ -13,6 +13,7 @@
   const winning = new Set((data.win_cells || []).map(([r, c]) => `${r},${c}`));
   let index = last;
   let timer = 0;
+  if (data.kind === "grid") window.ArenaGrid.init(data);
 
   function describeBoardMove(i) {
     if (i === 0) return "Start: empty board.";
@@ -66,7 +67,9 @@
 
   function show(i) {
     index = Math.max(0, Math.min(last, i));
-    if (data.kind === "board") drawBoard(index); else drawWorld(index);
+    if (data.kind === "board") drawBoard(index);
+    else if (data.kind === "grid") window.ArenaGrid.draw(index);
+    else drawWorld(index);
     scrub.value = String(index);
     label.textContent = `${index} / ${last}`;
     for (const [k, b] of moveButtons.entries()) {
@@ -89,7 +92,7 @@
     if (timer) return stop();
     if (index >= last) show(0);
     setPlayIcon(true);
-    timer = setInterval(() => { if (index >= last) stop(); else show(index + 1); }, data.kind === "board" ? 600 : 180);
+    timer = setInterval(() => { if (index >= last) stop(); else show(index + 1); }, {board: 600, grid: 250}[data.kind] || 180);
   }
 
   $("btn-first").addEventListener("click", () => { stop(); show(0); });

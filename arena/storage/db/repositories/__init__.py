@@ -30,6 +30,12 @@ from arena.storage.db.repositories.catalog import (
     get_league_by_name,
 )
 from arena.storage.db.repositories.dialect import ping
+from arena.storage.db.repositories.generations import (
+    GenerationRow,
+    league_generations,
+    list_leagues,
+    replace_generations,
+)
 from arena.storage.db.repositories.matches import (
     MatchPage,
     Participant,
@@ -90,6 +96,7 @@ from arena.storage.db.repositories.users import (
 __all__ = [
     "AgentInfo",
     "BoardRow",
+    "GenerationRow",
     "LeagueInfo",
     "MatchPage",
     "Participant",
@@ -134,7 +141,9 @@ __all__ = [
     "insert_participants",
     "insert_rating_events",
     "iter_matches",
+    "league_generations",
     "list_agents",
+    "list_leagues",
     "list_snapshots",
     "load_ratings",
     "match_history",
@@ -147,6 +156,7 @@ __all__ = [
     "queued_matches",
     "rating_history",
     "rating_points",
+    "replace_generations",
     "revoke_api_token",
     "set_agent_status",
     "snapshot_specs",
