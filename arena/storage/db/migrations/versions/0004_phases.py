@@ -5,7 +5,7 @@ One row per (league, generation): the rate of each strategy phase the env detect
 generation's snapshots per role, and the match in which each phase first happened.
 Derived data, rewritten by the trainer from its saved state.
 
-Written 2026-11-24; revision 0007_phases follows 0003 (no branches, no dependencies).
+Written 2026-11-24; revision 0004_phases follows 0003 (no branches, no dependencies).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007_phases"
+revision = "0004_phases"
 down_revision = "0003"
 
 
