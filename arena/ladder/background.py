@@ -40,6 +40,7 @@ from arena.snapshots.cache import load_snapshot_policy
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
 from envs.registry import builtin_env_ids, get_entry, get_spec
+from league.rating_book import DEFAULT_TARGET_SIGMA
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ class ServiceConfig:
         round_s: A batch is sized to take about this long (from the env's measured
             seconds per match), between ``min_batch`` and ``batch_size`` matches.
         min_batch: Fewest matches per ladder batch.
+        target_sigma: An agent is ``rated`` once its sigma is at most this in every role
+            it plays.
         max_rate: Upper bound on rated matches per second per env (pacing).
         validation_matches: Episodes per validation opponent (itself, random).
         idle_sleep_s: Pause when there is nothing to do.
@@ -68,6 +71,7 @@ class ServiceConfig:
     batch_size: int = 1024
     round_s: float = 2.0
     min_batch: int = 8
+    target_sigma: float = DEFAULT_TARGET_SIGMA
     max_rate: float = 2000.0
     validation_matches: int = 2
     idle_sleep_s: float = 0.5
@@ -152,7 +156,8 @@ class BackgroundService:
         ladder = self.ladders.get(env_id)
         if ladder is None:
             ladder = open_ladder(self.services.sessions,
-                                 LadderConfig(env_id, batch_size=self.config.batch_size, seed=int(time.time())))
+                                 LadderConfig(env_id, batch_size=self.config.batch_size, seed=int(time.time()),
+                                              target_sigma=self.config.target_sigma))
             self.ladders[env_id] = ladder
         ladder.sync_agents([agent_source(a) for a in agents])
         missing = ladder.missing_roles()
