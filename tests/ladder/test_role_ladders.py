@@ -122,6 +122,8 @@ def test_an_agent_that_cannot_be_scheduled_says_what_it_waits_for(client, servic
     assert agent["status"] == "placement"
     assert agent["status_reason"] == "waiting for a seeker opponent"
     assert "waiting for a seeker opponent" in client.get(f"/agents/{hider['id']}").text
+    env_page = client.get(f"/envs/{HS}", params={"role": "hider"}).text
+    assert 'id="waiting"' in env_page and "lonely-hider" in env_page and "waiting for a seeker opponent" in env_page
 
 
 @sqlite_only

@@ -20,6 +20,7 @@ from arena.storage.db.repositories.agents import (
     page_agents,
     queue_positions,
     set_agent_status,
+    waiting_agents,
 )
 from arena.storage.db.repositories.catalog import (
     LeagueInfo,
@@ -155,4 +156,5 @@ __all__ = [
     "upsert_ratings",
     "user_for_token",
     "user_names",
+    "waiting_agents",
 ]

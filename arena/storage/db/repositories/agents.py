@@ -143,6 +143,14 @@ def list_agents(
     return [AgentInfo(*row) for row in session.execute(stmt)]
 
 
+def waiting_agents(session: Session, env_id: str, statuses: Collection[str], limit: int = 50) -> list[AgentInfo]:
+    """Agents of ``env_id`` in ``statuses`` whose status reason says what they wait for, oldest first."""
+    stmt = (select(*_INFO_COLUMNS)
+            .where(Agent.env_id == env_id, Agent.status.in_(list(statuses)), Agent.status_reason != "")
+            .order_by(Agent.id).limit(limit))
+    return [AgentInfo(*row) for row in session.execute(stmt)]
+
+
 def get_agents(session: Session, agent_ids: Collection[int]) -> dict[int, AgentInfo]:
     """``{id: agent}`` for the given ids (unknown ids are left out)."""
     found: dict[int, AgentInfo] = {}
