@@ -11,7 +11,7 @@ from agents.baselines import HEURISTICS
 from agents.catalog import make_policy
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
-from agents.role_baselines import ROLE_BASELINES, baseline_role
+from agents.role_baselines import ROLE_BASELINES
 from arena.ladder.registration import register_builtin_agents, register_env, register_snapshot_agent
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
@@ -44,8 +44,7 @@ def seed_demo(services: Services, envs: tuple[str, ...], neural_per_env: int = 3
             if repo.list_agents(session, env_id):
                 continue
             keys = [make_policy(n, env_id).agent_id for n in demo_builtins(env_id)]
-            roles = {k: r for k in keys if (r := baseline_role(env_id, k)) is not None}
-            created += len(register_builtin_agents(session, env_id, keys, roles))
+            created += len(register_builtin_agents(session, env_id, keys))
             for role in dict.fromkeys(get_spec(env_id).roles):
                 for i in range(neural_per_env):
                     name = f"demo-mlp-{i}" if get_spec(env_id).symmetric else f"demo-{role}-mlp-{i}"

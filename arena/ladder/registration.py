@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session
 
 from agents.checkpoint import CheckpointSpec
+from agents.role_baselines import baseline_role
 from arena.agent_status import AgentStatus
 from arena.storage.db import repositories as repo
 from envs.registry import builtin_env_ids, get_spec
@@ -97,15 +98,15 @@ def ladder_rating_env(session: Session, env_id: str) -> RatingEnv:
     return RatingEnv.from_json(stored) if stored else DEFAULT_RATING_ENV
 
 
-def register_builtin_agents(session: Session, env_id: str, keys: Iterable[str],
-                            roles: Mapping[str, str] | None = None) -> dict[str, int]:
+def register_builtin_agents(session: Session, env_id: str, keys: Iterable[str]) -> dict[str, int]:
     """Scripted agents by builtin name (``heuristic:epsilon=0.3``); ``{key: id}``.
 
-    Args:
-        roles: The role of a baseline that plays only one (``{"chaser": "seeker"}``);
-            the others play every role of the env.
+    A baseline made for one role (``chaser`` seeks) plays only that role
+    (:func:`agents.role_baselines.baseline_role`); the others play every role.
     """
     register_env(session, env_id)
+    keys = list(keys)
+    roles = {k: baseline_role(env_id, k) for k in keys}
     return repo.get_or_create_agents(session, env_id, keys, "builtin", status=AgentStatus.PLACEMENT,
                                      roles=roles)
 

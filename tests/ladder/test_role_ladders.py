@@ -169,3 +169,21 @@ def test_arena_envs_limits_and_extends_the_ladders(tmp_path, migrated_db_url, re
             response = _upload(client, _token(client, "cy"), "rps-v2", "player")
             assert response.status_code == 201, response.text
             assert "no ladder runs for rps-v2" in response.json()["status_reason"]
+
+
+@sqlite_only
+def test_the_demo_seeds_scripted_baselines_for_every_role_of_every_env(services):
+    envs = builtin_env_ids()
+    seed_demo(services, envs, neural_per_env=1)
+    with services.sessions() as session:
+        for env_id in envs:
+            agents = repo.list_agents(session, env_id)
+            for role in dict.fromkeys(get_spec(env_id).roles):
+                scripted = [a.key for a in agents if a.kind == "builtin" and a.plays(role)]
+                assert len(scripted) >= 2, (env_id, role, scripted)
+                assert any(a.kind == "neural" and a.role == role for a in agents), (env_id, role)
+        roles = {a.key: a.role for a in repo.list_agents(session, HS)}
+    assert roles["chaser"] == roles["chaser:epsilon=0.3"] == "seeker"
+    assert roles["box-hider"] == "hider" and roles["random"] is None
+    # The demo's hider and seeker MLPs share weights: one snapshot, two agents, one per role.
+    assert roles["mlp-" + next(k for k in roles if k.endswith("@hider"))[4:-6] + "@seeker"] == "seeker"
