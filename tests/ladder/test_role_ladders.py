@@ -103,6 +103,15 @@ def test_a_hider_and_a_seeker_submitted_via_the_api_are_rated_on_per_role_boards
     assert hiders[hider_key]["games"] > 0 and seekers[seeker_key]["games"] > 0
     page = client.get(f"/envs/{HS}", params={"role": "seeker"})
     assert page.status_code == 200 and "my-seeker" in page.text and "my-hider" not in page.text
+    # A challenge lines them up in role order; the seeker plays although its weights' stored
+    # spec (from the hider's upload) says hider.
+    ids = [hider.json()["id"], seeker.json()["id"]]
+    body = {"env": HS, "agents": ids, "matches": 2, "rated": True}
+    challenge = client.post(f"{API}/challenges", json=body, headers={"Authorization": f"Bearer {token}"})
+    assert challenge.status_code == 201, challenge.text
+    swapped = client.post(f"{API}/challenges", json={**body, "agents": ids[::-1]},
+                          headers={"Authorization": f"Bearer {token}"})
+    assert swapped.status_code == 422 and "plays role 'seeker'" in swapped.json()["detail"]
     report = rebuild_ratings(services.sessions, get_spec(HS))
     assert report.equal, report.mismatches[:3]
     assert report.standings == len(hiders) + len(seekers)
