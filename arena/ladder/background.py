@@ -116,7 +116,7 @@ class BackgroundService:
 
     def validate(self, agent: repo.AgentInfo) -> None:
         """Validate one queued agent: it ends in ``placement`` or ``rejected`` (with the reason)."""
-        if not self._set_status(agent.id, AgentStatus.VALIDATING):
+        if not self._set_status(agent.id, AgentStatus.VALIDATING, "playing its validation episodes"):
             return  # retired meanwhile
         spec = get_spec(agent.env_id)
         try:
