@@ -126,13 +126,19 @@ def test_an_agent_that_cannot_be_scheduled_says_what_it_waits_for(client, servic
     with services.sessions.begin() as session:  # retire validation's random: nobody can seek
         repo.set_agent_status(session, repo.get_agent_by_key(session, HS, "random").id, "retired")
     assert service.ladder_round(HS) == 0
-    service.stop()
     agent = client.get(f"{API}/agents/{hider['id']}").json()
     assert agent["status"] == "placement"
     assert agent["status_reason"] == "waiting for a seeker opponent"
     assert "waiting for a seeker opponent" in client.get(f"/agents/{hider['id']}").text
     env_page = client.get(f"/envs/{HS}", params={"role": "hider"}).text
     assert 'id="waiting"' in env_page and "lonely-hider" in env_page and "waiting for a seeker opponent" in env_page
+    # A seeker arrives: the hider plays and the reason is gone.
+    assert _upload(client, token, HS, "seeker", seed=1, name="a-seeker").status_code == 201
+    service.process_submissions()
+    assert service.ladder_round(HS) > 0
+    service.stop()
+    agent = client.get(f"{API}/agents/{hider['id']}").json()
+    assert agent["status_reason"] == "" and agent["ratings"][0]["games"] > 0
 
 
 @sqlite_only
