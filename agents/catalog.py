@@ -4,6 +4,8 @@ Names:
     ``random``                     uniformly random legal moves (every env)
     ``heuristic``                  the env's scripted heuristic (board games)
     ``heuristic:epsilon=0.3``      ... playing a random legal move 30% of the time
+    ``chaser``, ``box-hider``, ...  the role and team envs' scripted baselines
+                                   (:mod:`agents.role_baselines`; ``:epsilon=`` too)
     ``file:path/agent.safetensors`` a neural checkpoint (spec JSON beside it)
     ``file:path/agent.onnx``       an ONNX policy (spec JSON beside it)
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from agents.baselines import HEURISTICS, RandomPolicy
 from agents.policy import Policy
+from agents.role_baselines import ROLE_BASELINES
 from envs.errors import InvalidSubmission, UnknownAgent
 from envs.registry import get_spec
 
@@ -62,17 +65,25 @@ def make_policy(name: str, env_id: str, *, device: str = "cpu") -> Policy:
         if params:
             raise UnknownAgent("'random' takes no parameters")
         return RandomPolicy()
+    if base in ROLE_BASELINES.get(env_id, {}):
+        return _with_epsilon(ROLE_BASELINES[env_id][base], params)
     if base == "heuristic":
         if env_id not in HEURISTICS:
             raise UnknownAgent(f"no heuristic for {env_id}; heuristics exist for {sorted(HEURISTICS)}")
-        unknown = set(params) - {"epsilon"}
-        if unknown:
-            raise UnknownAgent(f"unknown heuristic parameter(s) {sorted(unknown)}; use epsilon=<0..1>")
-        try:
-            return HEURISTICS[env_id](epsilon=params.get("epsilon", 0.0))
-        except ValueError as exc:
-            raise UnknownAgent(str(exc)) from None
+        return _with_epsilon(HEURISTICS[env_id], params)
+    names = (*BUILTIN_NAMES, *ROLE_BASELINES.get(env_id, {}))
     raise UnknownAgent(
-        f"unknown agent {name!r}; use one of {', '.join(BUILTIN_NAMES)} "
+        f"unknown agent {name!r}; use one of {', '.join(names)} "
         "(optionally 'heuristic:epsilon=0.3') or 'file:path/to/agent.safetensors' (or .onnx)"
     )
+
+
+def _with_epsilon(factory, params: dict[str, float]) -> Policy:
+    """A scripted baseline; ``epsilon`` is its only parameter."""
+    unknown = set(params) - {"epsilon"}
+    if unknown:
+        raise UnknownAgent(f"unknown heuristic parameter(s) {sorted(unknown)}; use epsilon=<0..1>")
+    try:
+        return factory(epsilon=params.get("epsilon", 0.0))
+    except ValueError as exc:
+        raise UnknownAgent(str(exc)) from None

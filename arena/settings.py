@@ -13,6 +13,8 @@ Every field has a default that works on a fresh machine::
     ARENA_LOG_FORMAT          text (json: one object per line, with match/agent ids)
     ARENA_LOG_LEVEL           INFO
     ARENA_HOST / ARENA_PORT   127.0.0.1 / 8000
+    ARENA_ENVS                unset: a ladder for every built-in env; else a comma list of
+                              env ids, ``id=pkg.module:factory`` registers a third-party env
 
 There is no module-level settings object: :func:`get_settings` builds one from the
 environment and memoizes it; tests call ``get_settings.cache_clear()`` after changing
@@ -86,6 +88,12 @@ class Settings(BaseSettings):
     )
     admin_token: SecretStr | None = Field(
         default=None, description="Bearer token for admin endpoints; unset disables them."
+    )
+    envs: str = Field(
+        default="",
+        description="Envs with a rated ladder, comma separated: registered ids, or "
+        "id=pkg.module:factory to register a third-party PettingZoo env by import path; "
+        "empty: every built-in env.",
     )
     host: str = Field(default="127.0.0.1", description="HTTP bind address.")
     port: int = Field(default=8000, ge=1, le=65535, description="HTTP port.")

@@ -8,7 +8,7 @@ Version history:
 
 from __future__ import annotations
 
-from envs.registry import register_env
+from envs.registry import list_registered, register_env
 from envs.spec import EnvSpec
 
 register_env(
@@ -95,3 +95,6 @@ register_env(
         "60 steps (40% preparation).",
     ),
 )
+
+BUILTIN_ENV_IDS: tuple[str, ...] = list_registered()
+"""The ids registered above (third-party envs are registered later, by import path)."""

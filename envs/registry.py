@@ -162,6 +162,17 @@ def get_spec(env_id: str) -> EnvSpec:
     return get_entry(env_id).spec
 
 
+def list_registered() -> tuple[str, ...]:
+    """Ids registered so far, sorted (does not load the built-in envs)."""
+    return tuple(sorted(_REGISTRY))
+
+
+def builtin_env_ids() -> tuple[str, ...]:
+    """The ids of the envs Arena ships with (:mod:`envs.builtin`)."""
+    _ensure_builtins()
+    return importlib.import_module("envs.builtin").BUILTIN_ENV_IDS
+
+
 def list_envs() -> list[EnvSpec]:
     _ensure_builtins()
     return [_REGISTRY[k].spec for k in sorted(_REGISTRY)]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -127,9 +127,16 @@ def unsettled_slots(board: SlotBoard, config: SchedulerConfig, *, env: RatingEnv
     return unsettled
 
 
-def slot_board(agents: Sequence[str], roles: Sequence[str], book: RatingBook) -> SlotBoard:
-    """One slot per agent and distinct role, with the book's ratings (need still 1)."""
-    keys = [(a, r) for r in dict.fromkeys(roles) for a in agents]
+def slot_board(agents: Sequence[str], roles: Sequence[str], book: RatingBook,
+               plays: Mapping[str, str | None] | None = None) -> SlotBoard:
+    """One slot per agent and distinct role it plays, with the book's ratings (need still 1).
+
+    Args:
+        plays: The one role an agent plays (a submitted hider plays only ``hider``);
+            agents missing here or mapped to ``None`` play every role.
+    """
+    plays = plays or {}
+    keys = [(a, r) for r in dict.fromkeys(roles) for a in agents if plays.get(a) in (None, r)]
     ratings = [book.rating(k) for k in keys]
     return SlotBoard(
         agents=[a for a, _ in keys], roles=[r for _, r in keys],
@@ -141,6 +148,7 @@ def slot_board(agents: Sequence[str], roles: Sequence[str], book: RatingBook) ->
 def information_lineups(
     agents: Sequence[str], team_roles: Sequence[str], book: RatingBook, n: int,
     rng: np.random.Generator, *, env: RatingEnv, config: SchedulerConfig,
+    plays: Mapping[str, str | None] | None = None,
 ) -> list[tuple[str, ...]]:
     """``n`` line-ups for expected information, unsettled slots first.
 
@@ -155,8 +163,9 @@ def information_lineups(
         rng: Source of randomness.
         env: The ladder's rating environment.
         config: Defines unsettled (``target_sigma``, ``rank_span``, ...).
+        plays: The one role of agents that play only one (see :func:`slot_board`).
     """
-    board = slot_board(sorted(set(agents)), team_roles, book)
+    board = slot_board(sorted(set(agents)), team_roles, book, plays)
     board.need = np.where(unsettled_slots(board, config, env=env), 1.0, config.settled_need)
     return select_lineups(board, team_roles, n, rng, env=env)
 
@@ -201,13 +210,15 @@ class LadderScheduler:
             return "retirement"
         return None
 
-    def plan(self, agents: Sequence[str], book: RatingBook, now: float) -> SchedulePlan:
+    def plan(self, agents: Sequence[str], book: RatingBook, now: float,
+             plays: Mapping[str, str | None] | None = None) -> SchedulePlan:
         """The next batch for the board of ``agents`` (active agents of one env).
 
         Args:
             agents: Keys of the agents on the ladder now.
             book: Their ratings (missing ones read as the prior).
             now: Monotonic time in seconds (only differences matter).
+            plays: The one role of agents that play only one (see :func:`slot_board`).
         """
         cfg = self.config
         elapsed = 0.0 if self._last_now is None else max(0.0, now - self._last_now)
@@ -215,7 +226,9 @@ class LadderScheduler:
         event = self._roster_event(frozenset(agents))
         if len(set(agents)) < self._min_agents():
             return SchedulePlan(Phase.SETTLED, [], 1.0 / cfg.maintenance_rate, "not enough agents")
-        board = slot_board(sorted(set(agents)), self.team_roles, book)
+        board = slot_board(sorted(set(agents)), self.team_roles, book, plays)
+        if any(board.pool(role).size == 0 for role in self.team_roles):
+            return SchedulePlan(Phase.SETTLED, [], 1.0 / cfg.maintenance_rate, "a role has no agent")
         unsettled = unsettled_slots(board, cfg, env=self.env)
         board.need = np.where(unsettled, 1.0, cfg.settled_need)
         if unsettled.any():

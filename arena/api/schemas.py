@@ -104,8 +104,13 @@ class AgentPublic(BaseModel):
         "source_arch); null for builtin agents."
     )
     owner: str | None
+    role: str | None = Field(
+        default=None, description="The role it plays for its whole team (hider, seeker, predator, "
+        "prey, player); null: every role of the env (the scripted random agent)."
+    )
     status: AgentStatus
-    status_reason: str
+    status_reason: str = Field(description="Why it is in its status: what a queued agent or one "
+                               "that cannot be scheduled waits for, why it was rejected.")
     created_at: datetime
     ratings: list[RatingPublic]
     queue_position: int | None = Field(

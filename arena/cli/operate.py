@@ -75,7 +75,7 @@ def local_leaderboard(sessions, env_id: str, role: str, limit: int) -> dict:
 
 @ladder_app.command("run")
 def ladder_run(
-    env: str = typer.Option("connect_four-v3", help="Registered env id (symmetric games)."),
+    env: str = typer.Option("connect_four-v3", help="Registered env id (role envs: a board per role)."),
     agents: str = typer.Option(DEFAULT_LADDER, help="Comma-separated builtin names or file:checkpoints."),
     matches: int = typer.Option(20000, min=1, help="Rated matches to play."),
     workers: int = typer.Option(2, min=0, help="Ray MatchWorker actors (0: play in this process)."),
@@ -106,7 +106,8 @@ def ladder_run(
                 result = ladder.run(runner, matches, on_progress=report)
             runner.close()
             elapsed = time.perf_counter() - start
-            console.print(leaderboard_table(local_leaderboard(services.sessions, env, ladder.spec.roles[0], 50)))
+            for role in dict.fromkeys(ladder.spec.roles):
+                console.print(leaderboard_table(local_leaderboard(services.sessions, env, role, 50)))
             console.print(f"scheduled {result.scheduled}, recorded {result.recorded}, duplicates ignored "
                           f"{result.duplicates}, {result.recorded / elapsed:,.0f} matches/s")
     except (ArenaError, ValueError) as exc:
@@ -198,6 +199,7 @@ def serve(
     from arena.api.app import create_app
     from arena.ladder.background import BackgroundService, ServiceConfig
     from arena.ladder.demo import seed_demo
+    from arena.ladder.registration import ladder_envs
     from arena.logs import configure_logging
     from arena.runners import InProcessRunner
     from arena.settings import get_settings
@@ -207,7 +209,7 @@ def serve(
     configure_logging(settings.log_format, settings.log_level)
     try:
         with open_services(settings) as services:
-            config = ServiceConfig(max_rate=max_rate)
+            config = ServiceConfig(envs=ladder_envs(settings.envs), max_rate=max_rate)
             if demo:
                 n = seed_demo(services, config.envs)
                 if n:

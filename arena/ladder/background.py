@@ -6,10 +6,15 @@ One loop, on its own thread:
    against itself and against ``random``. Any forfeit by the agent (an illegal move,
    a non-finite output, an error) rejects it with the reason; otherwise it enters
    placement. The validation matches are stored (unrated) so they can be replayed.
-2. **Ladders.** For every symmetric env with at least two active agents, a batch of
-   rated matches is scheduled by the ladder (placement first), played on the runner
-   (Ray workers or in-process) and recorded exactly once. Placed agents become
-   ``rated``. Batches are paced to ``max_rate`` so a laptop demo stays cool.
+   In a role env the agent plays its role against ``random`` in the other roles.
+2. **Ladders.** For every served env (``ARENA_ENVS``: every built-in env by default)
+   whose every role has an active agent (two in a symmetric env), a batch of rated
+   matches is scheduled by the ladder (placement first), played on the runner (Ray
+   workers or in-process) and recorded exactly once. Placed agents become ``rated``.
+   Where a role has nobody yet, every active agent's status reason says what it waits
+   for ("waiting for a seeker opponent"). Batches are paced to ``max_rate`` and sized
+   to take about ``round_s`` (a hide-and-seek match costs ~100x a tic-tac-toe one),
+   so one slow env never holds up submissions or the other ladders.
 
 (:mod:`arena.ladder.demo` fills an empty database with agents to watch.)
 """
@@ -19,14 +24,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agents.catalog import make_policy
 from arena.agent_status import ACTIVE, AgentStatus
 from arena.engine import MatchEngine
 from arena.engine.plan import plan_matches
 from arena.engine.records import Termination
-from arena.ladder.dispatch import Ladder, LadderConfig, agent_source, open_ladder
+from arena.ladder.dispatch import Ladder, LadderConfig, agent_source, open_ladder, waiting_reason
 from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import register_builtin_agents
 from arena.metrics import observe_worker_stats, set_matches_queued, set_queue_depth
@@ -34,7 +39,8 @@ from arena.runners import MatchRunner
 from arena.snapshots.cache import load_snapshot_policy
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
-from envs.registry import get_spec
+from envs.registry import builtin_env_ids, get_entry, get_spec
+from league.rating_book import DEFAULT_TARGET_SIGMA
 
 log = logging.getLogger(__name__)
 
@@ -47,16 +53,25 @@ class ServiceConfig:
     """Knobs of the background service.
 
     Attributes:
-        envs: Envs whose ladders the service runs.
-        batch_size: Matches per ladder batch.
+        envs: Envs whose ladders the service runs (default: every built-in env;
+            ``arena serve`` passes ``ARENA_ENVS``).
+        batch_size: Most matches per ladder batch.
+        round_s: A batch is sized to take about this long (from the env's measured
+            seconds per match), between ``min_batch`` and ``batch_size`` matches.
+        min_batch: Fewest matches per ladder batch.
+        target_sigma: An agent is ``rated`` once its sigma is at most this in every role
+            it plays.
         max_rate: Upper bound on rated matches per second per env (pacing).
         validation_matches: Episodes per validation opponent (itself, random).
         idle_sleep_s: Pause when there is nothing to do.
         metrics_every_s: How often queue depths and worker liveness are sampled.
     """
 
-    envs: tuple[str, ...] = ("connect_four-v3", "tictactoe-v3")
+    envs: tuple[str, ...] = field(default_factory=builtin_env_ids)
     batch_size: int = 1024
+    round_s: float = 2.0
+    min_batch: int = 8
+    target_sigma: float = DEFAULT_TARGET_SIGMA
     max_rate: float = 2000.0
     validation_matches: int = 2
     idle_sleep_s: float = 0.5
@@ -76,6 +91,7 @@ class BackgroundService:
         self._thread: threading.Thread | None = None
         self.rounds = 0
         self._sampled_at = float("-inf")
+        self._match_s: dict[str, float] = {}  # measured seconds per match, per env
 
     # -- submissions --------------------------------------------------------------
     def process_submissions(self) -> int:
@@ -100,7 +116,7 @@ class BackgroundService:
 
     def validate(self, agent: repo.AgentInfo) -> None:
         """Validate one queued agent: it ends in ``placement`` or ``rejected`` (with the reason)."""
-        if not self._set_status(agent.id, AgentStatus.VALIDATING):
+        if not self._set_status(agent.id, AgentStatus.VALIDATING, "playing its validation episodes"):
             return  # retired meanwhile
         spec = get_spec(agent.env_id)
         try:
@@ -113,9 +129,12 @@ class BackgroundService:
         random = make_policy("random", agent.env_id)
         policies = {agent.key: policy, random.agent_id: random}
         n = self.config.validation_matches
-        jobs = plan_matches([agent.key], spec, n, seed=agent.id)
         if spec.symmetric:
+            jobs = plan_matches([agent.key], spec, n, seed=agent.id)
             jobs += plan_matches([agent.key, random.agent_id], spec, n, seed=agent.id + 1)
+        else:  # its role against random in the others
+            lineup = [agent.key if agent.plays(role) else random.agent_id for role in spec.roles]
+            jobs = plan_matches(lineup, spec, 2 * n, seed=agent.id)
         records = self.engine.play(agent.env_id, jobs, policies)
         with self.services.sessions.begin() as session:
             ids = {agent.key: agent.id, **register_builtin_agents(session, agent.env_id, [random.agent_id])}
@@ -125,29 +144,48 @@ class BackgroundService:
                 self._set_status(agent.id, AgentStatus.REJECTED,
                                  f"validation match {r.match_id} ended in {r.termination}: {r.detail}")
                 return
-        if spec.symmetric:
-            self._set_status(agent.id, AgentStatus.PLACEMENT)
-        else:
-            self._set_status(agent.id, AgentStatus.PLACEMENT,
-                             "validated; ladders for role-based envs are not scheduled yet")
+        self._set_status(agent.id, AgentStatus.PLACEMENT)
 
     # -- ladders ------------------------------------------------------------------
     def ladder_round(self, env_id: str) -> int:
         """One batch of rated matches on ``env_id``'s ladder; returns matches recorded."""
-        spec = get_spec(env_id)
-        if not spec.symmetric:
-            return 0
         with self.services.sessions() as session:
             agents = repo.list_agents(session, env_id, statuses=ACTIVE)
-        if len(agents) < 2:
+        if not agents:
             return 0
         ladder = self.ladders.get(env_id)
         if ladder is None:
             ladder = open_ladder(self.services.sessions,
-                                 LadderConfig(env_id, batch_size=self.config.batch_size, seed=int(time.time())))
+                                 LadderConfig(env_id, batch_size=self.config.batch_size, seed=int(time.time()),
+                                              target_sigma=self.config.target_sigma))
             self.ladders[env_id] = ladder
         ladder.sync_agents([agent_source(a) for a in agents])
-        return ladder.run(self.runner, self.config.batch_size, stop=self._stop.is_set).recorded
+        missing = ladder.missing_roles()
+        if missing:
+            self._say_waiting(agents, waiting_reason(missing))
+            return 0
+        n = self._batch_size(env_id)
+        ladder.config.batch_size = n
+        start = time.perf_counter()
+        recorded = ladder.run(self.runner, n, stop=self._stop.is_set).recorded
+        if recorded:
+            per_match = (time.perf_counter() - start) / recorded
+            self._match_s[env_id] = 0.5 * (self._match_s.get(env_id, per_match) + per_match)
+        return recorded
+
+    def _batch_size(self, env_id: str) -> int:
+        """Matches for the next batch: about ``round_s`` of play at the measured pace."""
+        cfg = self.config
+        per_match = self._match_s.get(env_id)
+        if per_match is None:  # first batch: full on a vectorized core, else small to measure the pace
+            return cfg.batch_size if get_entry(env_id).vector_core else min(cfg.batch_size, 2 * cfg.min_batch)
+        return int(min(cfg.batch_size, max(cfg.min_batch, cfg.round_s / max(per_match, 1e-9))))
+
+    def _say_waiting(self, agents: list[repo.AgentInfo], reason: str) -> None:
+        """Put why they are not scheduled into the active agents' status reasons."""
+        for agent in agents:
+            if agent.status_reason != reason:
+                self._set_status(agent.id, AgentStatus(agent.status), reason)
 
     def sample_metrics(self) -> None:
         """Queue depths (submissions, matches per env) and live workers, for ``/metrics``."""

@@ -58,16 +58,19 @@ def _policies(snapshots: SnapshotCache, spec: EnvSpec, lineup: list[repo.AgentIn
             if agent.snapshot_sha256 is None:
                 raise Conflict(f"agent {agent.id} has no stored weights")
             policy = snapshots.get(agent.snapshot_sha256)
-            role = spec.roles[team]
-            if policy.spec.role != role:
-                raise InvalidParameter(
-                    f"agent {agent.id} plays role {policy.spec.role!r}, but team {team} of "
-                    f"{spec.env_id} is {role!r}; list the agents in role order {list(spec.roles)}"
-                )
+            # The agent's own role: weights shared by a hider and a seeker keep the spec
+            # of their first submission.
+            plays = agent.role or policy.spec.role
         elif agent.key.startswith("file:"):
             raise InvalidParameter(f"agent {agent.id} is a server-side file agent; it cannot be challenged")
         else:
-            policy = make_policy(agent.key, spec.env_id)
+            policy, plays = make_policy(agent.key, spec.env_id), agent.role
+        role = spec.roles[team]
+        if plays not in (None, role):
+            raise InvalidParameter(
+                f"agent {agent.id} plays role {plays!r}, but team {team} of "
+                f"{spec.env_id} is {role!r}; list the agents in role order {list(spec.roles)}"
+            )
         policies[agent.key] = policy
     return policies
 

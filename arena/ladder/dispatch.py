@@ -38,6 +38,7 @@ from envs.errors import UnknownAgent
 from envs.registry import get_spec
 from league.rating_book import DEFAULT_TARGET_SIGMA, RatingBook, sample_ladder_pairs
 from league.ratings import RatingEnv
+from league.scheduling import SchedulerConfig, information_lineups
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +96,20 @@ def open_ladder(sessions: sessionmaker[Session], config: LadderConfig) -> Ladder
     return Ladder(sessions, config, rating_env)
 
 
+def waiting_reason(missing: list[str]) -> str:
+    """What an agent that cannot be scheduled waits for (shown as its status reason)."""
+    if not missing:
+        return ""
+    return "waiting for " + " and ".join(f"a{'n' if r[0] in 'aeiou' else ''} {r} opponent" for r in missing)
+
+
 class Ladder:
     """A rated ladder of agents on one env, persisted in SQL.
+
+    Symmetric envs pair agents of the one role; role envs (hiders vs seekers, predators
+    vs prey) compose every match of one agent per team, each playing its team's role:
+    an agent submitted for one role fills only that role's seats, scripted agents
+    without a role fill any (:func:`league.scheduling.information_lineups`).
 
     Args:
         sessions: The database.
@@ -109,12 +122,11 @@ class Ladder:
         self.sessions = sessions
         self.config = config
         self.spec = get_spec(config.env_id)
-        if not self.spec.symmetric:
-            raise ValueError(f"{config.env_id} has roles {self.spec.roles}; ladders need a symmetric env")
         self.env = rating_env
         self.recorder = MatchRecorder(sessions, self.spec, self.env, db_retry_s=config.db_retry_s)
         self.sources: dict[str, AgentSource] = {}
         self.agent_ids: dict[str, int] = {}
+        self.plays: dict[str, str | None] = {}
         self.book = RatingBook(self.env)
 
     def add_agents(self, sources: list[AgentSource]) -> None:
@@ -137,6 +149,7 @@ class Ladder:
                                    "register neural agents with register_snapshot_agent first")
             self.agent_ids.update(ids)
             self.sources.update({s.key: s for s in sources})
+            self.plays = self._roles(session)
             self.book = load_book(session, self.env, self.agent_ids)
 
     def sync_agents(self, sources: list[AgentSource]) -> None:
@@ -147,7 +160,32 @@ class Ladder:
             ids = repo.agent_ids_for_keys(session, self.spec.env_id, [s.key for s in sources])
             self.agent_ids = ids
             self.sources = {s.key: s for s in sources if s.key in ids}
+            self.plays = self._roles(session)
             self.book = load_book(session, self.env, ids)
+
+    def _roles(self, session: Session) -> dict[str, str | None]:
+        """The role each agent on the ladder plays (``None``: every role)."""
+        agents = repo.get_agents(session, self.agent_ids.values())
+        return {a.key: a.role for a in agents.values() if a.key in self.sources}
+
+    def missing_roles(self) -> list[str]:
+        """Roles no agent on the ladder can play yet (a match needs every team filled)."""
+        if self.spec.symmetric:
+            return [] if len(self.sources) >= 2 else [self.spec.roles[0]]
+        return [r for r in dict.fromkeys(self.spec.roles)
+                if not any(self.plays.get(k) in (None, r) for k in self.sources)]
+
+    def _lineups(self, n: int, rng: np.random.Generator) -> list[tuple[str, ...]]:
+        """``n`` line-ups (one agent key per team) for the next batch."""
+        keys = sorted(self.sources)
+        if self.spec.symmetric:
+            role = self.spec.roles[0]
+            ratings = [self.book.rating((k, role)) for k in keys]
+            pairs = sample_ladder_pairs(ratings, n, rng, env=self.env, target_sigma=self.config.target_sigma)
+            return [(keys[i], keys[j]) for i, j in pairs]
+        return information_lineups(keys, self.spec.roles, self.book, n, rng, env=self.env,
+                                   config=SchedulerConfig(target_sigma=self.config.target_sigma),
+                                   plays=self.plays)
 
     def _db(self, work: Callable[[], T], what: str) -> T:
         return retry_transient(work, timeout_s=self.config.db_retry_s, what=f"{self.spec.env_id} ladder: {what}")
@@ -191,17 +229,13 @@ class Ladder:
 
     def _batches(self, total: int, progress: LadderProgress) -> Iterator[MatchBatch]:
         rng = np.random.default_rng(self.config.seed)
-        keys = sorted(self.sources)
-        role = self.spec.roles[0]
         start = self._db(self._matches_so_far, "counting matches")
         run_id = uuid.uuid4().hex
         for b, lo in enumerate(range(0, total, self.config.batch_size)):
             n = min(self.config.batch_size, total - lo)
-            ratings = [self.book.rating((k, role)) for k in keys]
-            pairs = sample_ladder_pairs(ratings, n, rng, env=self.env, target_sigma=self.config.target_sigma)
             seeds = derive_seed(self.config.seed, np.arange(start + lo, start + lo + n)).tolist()
-            jobs = [MatchJob(seed=s, agents=(keys[i], keys[j]), match_id=str(uuid.uuid4()))
-                    for s, (i, j) in zip(seeds, pairs)]
+            jobs = [MatchJob(seed=s, agents=lineup, match_id=str(uuid.uuid4()))
+                    for s, lineup in zip(seeds, self._lineups(n, rng))]
             batch_key = f"{run_id}:{b}"
             self._db(functools.partial(self._enqueue, batch_key, jobs), f"queueing batch {batch_key}")
             progress.scheduled += n
@@ -234,8 +268,10 @@ class Ladder:
             ServiceUnavailable: The database stayed unreachable for ``db_retry_s``; every
                 match not yet recorded stays queued for the next run.
         """
-        if len(self.sources) < 2:
-            raise ValueError("add at least two agents before running the ladder")
+        missing = self.missing_roles()
+        if missing:
+            raise ValueError(f"{self.spec.env_id}: {waiting_reason(missing)}; "
+                             "add agents for every role (at least two in a symmetric env) before running")
         progress = LadderProgress()
         batches = itertools.chain(self._resumed_batches(progress), self._batches(matches, progress))
         for batch, records in runner.run(self._paced(batches, stop)):
@@ -258,8 +294,10 @@ class Ladder:
         return progress
 
     def _update_statuses(self) -> None:
-        role = self.spec.roles[0]
+        """``rated`` once settled in every role it plays, else ``placement``."""
+        roles = list(dict.fromkeys(self.spec.roles))
         with self.sessions.begin() as session:
             for key, agent_id in self.agent_ids.items():
-                placed = self.book.rating((key, role)).sigma <= self.config.target_sigma
+                played = [r for r in roles if self.plays.get(key) in (None, r)]
+                placed = all(self.book.rating((key, r)).sigma <= self.config.target_sigma for r in played)
                 repo.set_agent_status(session, agent_id, AgentStatus.RATED if placed else AgentStatus.PLACEMENT)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,13 +22,17 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session
 
 from agents.checkpoint import CheckpointSpec
+from agents.role_baselines import baseline_role
 from arena.agent_status import AgentStatus
 from arena.storage.db import repositories as repo
-from envs.registry import get_spec
+from envs.registry import builtin_env_ids, get_spec
+from envs.registry import register_env as register_env_by_path
 from league.ratings import RatingEnv
 
 DEFAULT_RATING_ENV = RatingEnv()
 """The TrueSkill constants a new ladder starts with."""
+QUEUED_REASON = "waiting for validation"
+"""Why a new neural agent is ``queued`` (nothing stays queued without a reason)."""
 
 
 class SnapshotSink(Protocol):
@@ -58,6 +63,35 @@ def register_env(session: Session, env_id: str, rating_env: RatingEnv | None = N
     return ladder_rating_env(session, env_id)
 
 
+@functools.lru_cache(maxsize=8)
+def ladder_envs(setting: str) -> tuple[str, ...]:
+    """The envs whose ladders the service runs, from ``ARENA_ENVS``.
+
+    Args:
+        setting: Comma-separated entries: a registered env id (``hide_and_seek-v0``), or
+            ``id=pkg.module:factory`` to register a third-party PettingZoo env by import
+            path first (its spec inferred: every agent a seat, its own team, role
+            ``player``). Empty: every built-in env.
+
+    Registers each third-party env once per process (the result is cached).
+
+    Raises:
+        UnknownEnv: An id that is not registered (the message lists the registered ones).
+        ValueError: A malformed id or import path.
+    """
+    entries = [e.strip() for e in setting.split(",") if e.strip()]
+    if not entries:
+        return builtin_env_ids()
+    ids = []
+    for entry in entries:
+        env_id, sep, path = (part.strip() for part in entry.partition("="))
+        if sep:
+            register_env_by_path(env_id, path)
+        get_spec(env_id)
+        ids.append(env_id)
+    return tuple(dict.fromkeys(ids))
+
+
 def ladder_rating_env(session: Session, env_id: str) -> RatingEnv:
     """The TrueSkill constants of ``env_id``'s ladder (the defaults before it is registered)."""
     stored = repo.get_env_rating(session, env_id)
@@ -65,14 +99,28 @@ def ladder_rating_env(session: Session, env_id: str) -> RatingEnv:
 
 
 def register_builtin_agents(session: Session, env_id: str, keys: Iterable[str]) -> dict[str, int]:
-    """Scripted agents by builtin name (``heuristic:epsilon=0.3``); ``{key: id}``."""
+    """Scripted agents by builtin name (``heuristic:epsilon=0.3``); ``{key: id}``.
+
+    A baseline made for one role (``chaser`` seeks) plays only that role
+    (:func:`agents.role_baselines.baseline_role`); the others play every role.
+    """
     register_env(session, env_id)
-    return repo.get_or_create_agents(session, env_id, keys, "builtin", status=AgentStatus.PLACEMENT)
+    keys = list(keys)
+    roles = {k: baseline_role(env_id, k) for k in keys}
+    return repo.get_or_create_agents(session, env_id, keys, "builtin", status=AgentStatus.PLACEMENT,
+                                     roles=roles)
 
 
-def snapshot_agent_key(arch: str, sha256: str) -> str:
-    """The ladder key of a neural agent: its architecture and the start of its weights' hash."""
-    return f"{arch}-{sha256[:16]}"
+def snapshot_agent_key(arch: str, sha256: str, env_id: str | None = None, role: str | None = None) -> str:
+    """The ladder key of a neural agent: its architecture and the start of its weights' hash.
+
+    In an env with several roles the key also names the role (``mlp-0123...@seeker``):
+    the same weights may be submitted once per role and are rated per role.
+    """
+    key = f"{arch}-{sha256[:16]}"
+    if env_id is not None and role is not None and len(set(get_spec(env_id).roles)) > 1:
+        key = f"{key}@{role}"
+    return key
 
 
 def register_snapshot_agent(
@@ -85,6 +133,7 @@ def register_snapshot_agent(
     name: str,
     owner_id: int | None = None,
     status: AgentStatus = AgentStatus.QUEUED,
+    reason: str | None = None,
     league_id: int | None = None,
     parent_sha256: str | None = None,
     meta: Mapping[str, Any] | None = None,
@@ -103,15 +152,19 @@ def register_snapshot_agent(
         name: Display name of a new agent.
         owner_id: The submitting user, if any.
         status: Status of a new agent (``queued``: the service validates it first).
+        reason: Status reason of a new agent (default for ``queued``: :data:`QUEUED_REASON`).
         league_id, parent_sha256: Lineage of a league snapshot.
         meta: Extra snapshot metadata kept in the pool.
     """
     sha = hashlib.sha256(weights).hexdigest()
-    key = snapshot_agent_key(spec.arch, sha)
+    key = snapshot_agent_key(spec.arch, sha, spec.env, spec.role)
+    if reason is None:
+        reason = QUEUED_REASON if status == AgentStatus.QUEUED else ""
     register_env(session, spec.env)
     repo.put_snapshot(session, sha, env_id=spec.env, spec=spec.to_json(), size_bytes=len(weights),
                       league_id=league_id, parent_sha256=parent_sha256)
     ids = repo.get_or_create_agents(session, spec.env, [key], "neural", names={key: name},
-                                    owner_id=owner_id, status=status, snapshot_sha256=sha)
+                                    owner_id=owner_id, status=status, snapshot_sha256=sha,
+                                    roles={key: spec.role}, reason=reason)
     pool.put(weights, spec, pool=pool_name, meta={"agent_key": key, **(meta or {})})
     return RegisteredAgent(ids[key], key, sha)

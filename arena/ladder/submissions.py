@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from agents.checkpoint import CheckpointSpec, load_checkpoint_bytes, validate_spec
 from agents.checkpoint_spec import MAX_SPEC_BYTES, ONNX_ARCH
-from arena.ladder.registration import register_snapshot_agent, snapshot_agent_key
+from arena.ladder.registration import QUEUED_REASON, ladder_envs, register_snapshot_agent, snapshot_agent_key
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
 from envs.errors import Conflict, InvalidSubmission, UnknownEnv
@@ -104,8 +104,10 @@ def submit_agent(services: Services, owner_id: int | None, owner_name: str, sub:
 
     Raises:
         InvalidSubmission: Unknown env, bad spec or weights, or spec env != form env.
-        Conflict: The same weights were already submitted for this env (its id attached).
+        Conflict: The same weights were already submitted for this env and role (its id
+            attached); the same weights may be submitted once per role.
     """
+    served = ladder_envs(services.settings.envs)  # registers ARENA_ENVS' third-party envs
     try:
         env = get_spec(sub.env)
     except UnknownEnv as exc:
@@ -116,21 +118,30 @@ def submit_agent(services: Services, owner_id: int | None, owner_name: str, sub:
             f"the spec is for env {spec.env!r} but the form says env={env.env_id!r}; "
             "submit the checkpoint for the env it was built for"
         )
-    key = snapshot_agent_key(spec.arch, sha)
+    key = snapshot_agent_key(spec.arch, sha, env.env_id, spec.role)
     name = sub.name or spec.name or key
     with services.sessions.begin() as session:
         # SQLite: take the write lock up front. This transaction reads, then writes; a
         # deferred one fails at once (SQLITE_BUSY) when the ladder commits in between.
         session.connection(execution_options={"sqlite_begin": "IMMEDIATE"})
-        existing = repo.get_agent_by_key(session, env.env_id, key)
+        existing = repo.get_agent_by_weights(session, env.env_id, sha, spec.role)
         if existing is not None:
+            role = f" as {spec.role}" if len(set(env.roles)) > 1 else ""
             raise Conflict(
-                f"these weights were already submitted for {env.env_id} as agent {existing.id} "
+                f"these weights were already submitted for {env.env_id}{role} as agent {existing.id} "
                 f"({existing.name!r}, status {existing.status})",
                 existing_id=existing.id,
             )
         agent = register_snapshot_agent(session, services.pool, sub.weights, spec,
                                         pool_name=f"submissions.{env.env_id}", name=name,
-                                        owner_id=owner_id)
+                                        owner_id=owner_id, reason=_queued_reason(env.env_id, served))
     log.info("agent %s (%s) submitted for %s by %s", agent.id, key, env.env_id, owner_name)
     return agent.id
+
+
+def _queued_reason(env_id: str, served: tuple[str, ...]) -> str:
+    """Why a new submission waits: validation, or an env this server runs no ladder for."""
+    if env_id in served:
+        return QUEUED_REASON
+    return (f"no ladder runs for {env_id} on this server (ARENA_ENVS lists {', '.join(served)}); "
+            "it is validated and rated once the env is added")

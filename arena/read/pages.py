@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from arena.agent_status import ACTIVE, WAITING
 from arena.api.state import ApiState
 from arena.ladder.registration import ladder_rating_env
 from arena.read import boards
@@ -102,6 +103,14 @@ def payoff_data(
     return {"env": env_id, "role": role, **body}
 
 
+def waiting_data(session: Session, env_id: str, role: str, limit: int = 50) -> list[dict[str, Any]]:
+    """Agents of ``env_id`` that may play ``role`` but wait (for validation, for an
+    opponent), each with what it waits for: nothing waits without a reason."""
+    statuses = [s.value for s in (*WAITING, *ACTIVE)]
+    return [{"id": a.id, "name": a.name, "status": a.status, "reason": a.status_reason}
+            for a in repo.waiting_agents(session, env_id, statuses, limit) if a.plays(role)]
+
+
 def agent_data(session: Session, agent_id: int) -> dict[str, Any] | None:
     """An agent's page: info, ratings per role, chart points, matches, head-to-head."""
     agent = repo.get_agent(session, agent_id)
@@ -119,6 +128,7 @@ def agent_data(session: Session, agent_id: int) -> dict[str, Any] | None:
     return {
         "id": agent.id, "key": agent.key, "name": agent.name, "env": agent.env_id,
         "kind": agent.kind, "status": agent.status, "status_reason": agent.status_reason,
+        "role": agent.role if len(set(spec.roles)) > 1 else None,
         **policy_format(repo.snapshot_specs(session, [sha]).get(sha) if sha else None),
         "created_at": iso(agent.created_at), "ratings": ratings,
         "history": chart_history(session, agent_id),

@@ -55,7 +55,7 @@ def agents_public(session: Session, agents: Sequence[repo.AgentInfo]) -> list[di
         out.append({
             "id": a.id, "key": a.key, "name": a.name, "env": a.env_id, "kind": a.kind,
             **policy_format(specs.get(a.snapshot_sha256) if a.snapshot_sha256 else None),
-            "owner": owners.get(a.owner_id) if a.owner_id is not None else None,
+            "owner": owners.get(a.owner_id) if a.owner_id is not None else None, "role": a.role,
             "status": a.status, "status_reason": a.status_reason, "created_at": a.created_at,
             "ratings": [rating_public(r, a.status, rating_envs[a.env_id]) for r in rated],
             "queue_position": queues.get(a.env_id, {}).get(a.id),

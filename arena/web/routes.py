@@ -38,6 +38,7 @@ from arena.read.pages import (
     match_data,
     payoff_data,
     recent_matches,
+    waiting_data,
 )
 from arena.storage.db import repositories as repo
 from arena.web.filters import FILTERS
@@ -125,6 +126,7 @@ def web_router() -> APIRouter:
                     roles=roles, role=role,
                     board=leaderboard_data(session, env_id, role, state=_api_state(request)),
                     matches=recent_matches(session, env_id, limit=10), leagues=leagues_of(session, env_id),
+                    waiting=waiting_data(session, env_id, role),
                     total_matches=repo.count_matches(session, env_id))
 
     @router.get("/envs/{env_id}/payoff", response_class=HTMLResponse, include_in_schema=False)

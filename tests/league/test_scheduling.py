@@ -213,3 +213,16 @@ def test_a_drift_check_whose_results_match_the_ratings_settles():
         gap = (truth[first] - truth[second]) / (np.sqrt(2) * ENV.beta)
         book.apply([first, second], list(PLAYERS), winner=0 if rng.random() < ndtr(gap) else 1)
     assert scheduler.plan(agents, book, now=now + 602).phase == Phase.SETTLED
+
+
+def test_agents_of_one_role_fill_only_that_roles_seats() -> None:
+    """Regression (issue 11): a submitted hider must never be lined up as a seeker."""
+    book = RatingBook(RatingEnv())
+    plays = {"h1": "hider", "h2": "hider", "s1": "seeker", "random": None}
+    lineups = information_lineups(list(plays), ("hider", "seeker"), book, 200, np.random.default_rng(0),
+                                  env=RatingEnv(), config=SchedulerConfig(), plays=plays)
+    assert {hider for hider, _ in lineups} == {"h1", "h2", "random"}
+    assert {seeker for _, seeker in lineups} == {"s1", "random"}
+    board = slot_board(list(plays), ("hider", "seeker"), book, plays)
+    assert sorted(zip(board.agents, board.roles)) == [
+        ("h1", "hider"), ("h2", "hider"), ("random", "hider"), ("random", "seeker"), ("s1", "seeker")]

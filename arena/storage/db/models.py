@@ -133,6 +133,8 @@ class Agent(Base):
     status: Mapped[str] = mapped_column(String(16), default="queued", server_default="queued")
     status_reason: Mapped[str] = mapped_column(Text(), default="", server_default="")
     snapshot_sha256: Mapped[str | None] = mapped_column(ForeignKey("snapshots.sha256"))
+    # The role it plays for its whole team (hider, seeker, ...); NULL: every role of the env.
+    role: Mapped[str | None] = mapped_column(String(32))
     created_at: Mapped[datetime] = _created_at()
     updated_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, onupdate=utcnow, server_default=func.current_timestamp()

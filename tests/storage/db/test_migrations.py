@@ -30,7 +30,7 @@ def test_upgrade_from_empty_to_head_creates_every_table(db_url):
 
     upgrade(db_url)
 
-    assert current_revision(db_url) == head_revision() == "0004_phases"
+    assert current_revision(db_url) == head_revision() == "0005_roles"
     assert _tables(db_url) == TABLES | {"alembic_version"}
 
 
@@ -91,3 +91,26 @@ def test_concurrent_upgrades_migrate_once(db_url):
     assert errors == []
     assert current_revision(db_url) == head_revision()
     assert _tables(db_url) == TABLES | {"alembic_version"}
+
+
+def test_roles_revision_gives_existing_neural_agents_their_snapshots_role(db_url):
+    from sqlalchemy import text
+
+    upgrade(db_url, "0003")
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO envs (id, spec) VALUES ('hide_and_seek-v0', '{}')"))
+            connection.execute(text(
+                "INSERT INTO snapshots (sha256, env_id, spec, size_bytes) VALUES "
+                "('ab', 'hide_and_seek-v0', '{\"role\": \"seeker\", \"arch\": \"mlp\"}', 1)"))
+            connection.execute(text(
+                "INSERT INTO agents (key, env_id, name, kind, snapshot_sha256) VALUES "
+                "('mlp-ab', 'hide_and_seek-v0', 'n', 'neural', 'ab'), "
+                "('random', 'hide_and_seek-v0', 'random', 'builtin', NULL)"))
+        upgrade(db_url)
+        with engine.connect() as connection:
+            roles = dict(connection.execute(text("SELECT key, role FROM agents")).all())
+    finally:
+        engine.dispose()
+    assert roles == {"mlp-ab": "seeker", "random": None}

@@ -13,12 +13,14 @@ from arena.storage.db.repositories.agents import (
     agent_keys,
     get_agent,
     get_agent_by_key,
+    get_agent_by_weights,
     get_agents,
     get_or_create_agents,
     list_agents,
     page_agents,
     queue_positions,
     set_agent_status,
+    waiting_agents,
 )
 from arena.storage.db.repositories.catalog import (
     LeagueInfo,
@@ -123,6 +125,7 @@ __all__ = [
     "existing_match_ids",
     "get_agent",
     "get_agent_by_key",
+    "get_agent_by_weights",
     "get_agents",
     "get_env_rating",
     "get_env_spec",
@@ -163,4 +166,5 @@ __all__ = [
     "upsert_ratings",
     "user_for_token",
     "user_names",
+    "waiting_agents",
 ]

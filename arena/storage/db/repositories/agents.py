@@ -29,6 +29,12 @@ class AgentInfo:
     snapshot_sha256: str | None
     created_at: datetime
     updated_at: datetime
+    role: str | None = None
+    """The role it plays for its whole team; ``None``: every role of its env."""
+
+    def plays(self, role: str) -> bool:
+        """Whether this agent takes ``role``'s seats on its ladder."""
+        return self.role is None or self.role == role
 
 
 _INFO_COLUMNS = [getattr(Agent, f) for f in AgentInfo.__dataclass_fields__]
@@ -44,6 +50,8 @@ def get_or_create_agents(
     owner_id: int | None = None,
     status: AgentStatus | str = AgentStatus.QUEUED,
     snapshot_sha256: str | None = None,
+    roles: Mapping[str, str | None] | None = None,
+    reason: str = "",
 ) -> dict[str, int]:
     """Database ids of the agents ``keys`` in ``env_id``, creating the missing ones.
 
@@ -60,6 +68,8 @@ def get_or_create_agents(
         owner_id: Owning user of created agents.
         status: Initial status of created agents.
         snapshot_sha256: Snapshot of created agents (neural agents).
+        roles: Role per key of created agents (missing: ``None``, every role).
+        reason: Status reason of created agents (e.g. why a queued one waits).
 
     Returns:
         ``{key: agent id}`` for every requested key.
@@ -70,13 +80,14 @@ def get_or_create_agents(
     ids = _agent_ids(session, env_id, wanted)
     missing = [k for k in wanted if k not in ids]
     if missing:
-        names = names or {}
+        names, roles = names or {}, roles or {}
         now = utcnow()
         rows = [
             {
                 "key": key, "env_id": env_id, "name": names.get(key, key), "owner_id": owner_id,
-                "kind": kind, "status": status.value, "status_reason": "",
-                "snapshot_sha256": snapshot_sha256, "created_at": now, "updated_at": now,
+                "kind": kind, "status": status.value, "status_reason": reason,
+                "snapshot_sha256": snapshot_sha256, "role": roles.get(key), "created_at": now,
+                "updated_at": now,
             }
             for key in missing
         ]
@@ -114,6 +125,14 @@ def get_agent_by_key(session: Session, env_id: str, key: str) -> AgentInfo | Non
     return None if row is None else AgentInfo(*row)
 
 
+def get_agent_by_weights(session: Session, env_id: str, sha256: str, role: str) -> AgentInfo | None:
+    """The agent of ``env_id`` playing ``role`` with the weights ``sha256``, or ``None``."""
+    stmt = select(*_INFO_COLUMNS).where(Agent.env_id == env_id, Agent.snapshot_sha256 == sha256,
+                                        (Agent.role == role) | Agent.role.is_(None)).order_by(Agent.id)
+    row = session.execute(stmt).first()
+    return None if row is None else AgentInfo(*row)
+
+
 def list_agents(
     session: Session, env_id: str, statuses: Collection[str] | None = None
 ) -> list[AgentInfo]:
@@ -121,6 +140,14 @@ def list_agents(
     stmt = select(*_INFO_COLUMNS).where(Agent.env_id == env_id).order_by(Agent.id)
     if statuses is not None:
         stmt = stmt.where(Agent.status.in_(list(statuses)))
+    return [AgentInfo(*row) for row in session.execute(stmt)]
+
+
+def waiting_agents(session: Session, env_id: str, statuses: Collection[str], limit: int = 50) -> list[AgentInfo]:
+    """Agents of ``env_id`` in ``statuses`` whose status reason says what they wait for, oldest first."""
+    stmt = (select(*_INFO_COLUMNS)
+            .where(Agent.env_id == env_id, Agent.status.in_(list(statuses)), Agent.status_reason != "")
+            .order_by(Agent.id).limit(limit))
     return [AgentInfo(*row) for row in session.execute(stmt)]
 
 
