@@ -30,7 +30,7 @@ SQLITE_BEGIN_MODES = ("DEFERRED", "IMMEDIATE", "EXCLUSIVE")
 
 # Compact JSON; NaN/inf are refused here rather than by PostgreSQL (which rejects
 # them as invalid JSON) so both backends fail the same way.
-_json_dumps = functools.partial(json.dumps, separators=(",", ":"), allow_nan=False)
+dump_json = functools.partial(json.dumps, separators=(",", ":"), allow_nan=False)
 
 
 def make_engine(url: str, *, echo: bool = False, **kwargs: Any) -> Engine:
@@ -46,7 +46,7 @@ def make_engine(url: str, *, echo: bool = False, **kwargs: Any) -> Engine:
         The engine. Dispose of it when done (``engine.dispose()``).
     """
     parsed = make_url(url)
-    options: dict[str, Any] = {"echo": echo, "json_serializer": _json_dumps}
+    options: dict[str, Any] = {"echo": echo, "json_serializer": dump_json}
     is_sqlite = parsed.get_backend_name() == "sqlite"
     in_memory = is_sqlite and parsed.database in (None, "", ":memory:")
     if is_sqlite:

@@ -57,18 +57,15 @@ def test_a_batch_repeating_an_id_stores_the_first_copy(db_session):
     assert repo.get_match(db_session, a["id"]).seed == 1
 
 
-def test_seqs_follow_insert_order_across_statement_chunks(db_session, monkeypatch):
-    from arena.storage.db.repositories import matches as matches_repo
-
+def test_seqs_follow_insert_order(db_session):
     setup_env(db_session)
-    monkeypatch.setattr(matches_repo, "INSERT_CHUNK", 7)  # force several statements
-    rows = [match(seed=i) for i in range(30)]
+    rows = [match(seed=i) for i in range(300)]
 
     got = repo.insert_matches(db_session, rows)
 
     seqs = [got[r["id"]] for r in rows]
-    assert seqs == sorted(seqs) and len(set(seqs)) == 30
-    assert [m.seed for m in repo.iter_matches(db_session)] == list(range(30))
+    assert seqs == sorted(seqs) and len(set(seqs)) == 300
+    assert [m.seed for m in repo.iter_matches(db_session)] == list(range(300))
 
 
 def test_a_seq_is_never_reused_after_the_newest_match_is_deleted(db_session):
