@@ -79,7 +79,7 @@ def _random_results(n: int, agents: int, seed: int, roles=("player", "player")) 
     return out
 
 
-@pytest.mark.parametrize("agents", [3, 120, 1500])  # narrow waves (one at a time) up to wide ones
+@pytest.mark.parametrize("agents", [3, 300, 1500])  # narrow waves (one at a time) up to wide ones
 def test_a_batch_rated_in_waves_equals_rating_one_match_at_a_time_bit_for_bit(agents):
     results = _random_results(3000, agents, seed=agents)
     assert max(len(w) for w in _waves(results)) >= (MIN_WAVE if agents > 3 else 1)
