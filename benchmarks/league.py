@@ -75,7 +75,8 @@ def run_league(services, sources, matches: int, workers: int) -> dict:
     ladder = open_ladder(services.sessions, LadderConfig(ENV, batch_size=8192, seed=1))
     ladder.add_agents(sources)
     init_ray(services.settings, num_cpus=workers)
-    runner = RayMatchRunner(workers, snapshots_factory=services.snapshot_cache_factory())
+    runner = RayMatchRunner(workers, snapshots_factory=services.snapshot_cache_factory(),
+                            gpus_per_worker=services.settings.ray_gpus_per_worker)
     ladder.run(runner, 2 * 8192)  # warm-up: actors start, snapshots load
     with services.sessions() as session:
         before = repo.count_matches(session, ENV)

@@ -70,14 +70,19 @@ def synthetic_records(keys: list[str], n: int, seed: int) -> list[MatchRecord]:
 @contextmanager
 def fresh_database(backend: str, tmp: Path):
     """A migrated, empty database: a SQLite file, or a new schema on the local PostgreSQL."""
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp / f'ingest-{uuid.uuid4().hex[:8]}.db'}"
+    with _database_url(backend, tmp) as url:
         upgrade(url)
         engine = make_engine(url)
         try:
             yield session_factory(engine)
         finally:
             engine.dispose()
+
+
+@contextmanager
+def _database_url(backend: str, tmp: Path):
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp / f'ingest-{uuid.uuid4().hex[:8]}.db'}"
         return
     import psycopg
 
@@ -85,14 +90,8 @@ def fresh_database(backend: str, tmp: Path):
     libpq = POSTGRES_URL.replace("+psycopg", "")
     with psycopg.connect(libpq, autocommit=True) as admin:
         admin.execute(f'CREATE SCHEMA "{schema}"')
-    url = f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
     try:
-        upgrade(url)
-        engine = make_engine(url)
-        try:
-            yield session_factory(engine)
-        finally:
-            engine.dispose()
+        yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
     finally:
         with psycopg.connect(libpq, autocommit=True) as admin:
             admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
