@@ -163,6 +163,8 @@ class RatingBook:
         """
         if any(len(r.team_agents) != 2 for r in results):
             return [self.apply(*r) for r in results]
+        if len({key for r in results for key in zip(r.team_agents, r.roles)}) < 2 * MIN_WAVE:
+            return [self.apply(*r) for r in results]  # too few ratings for any wave to be wide
         out: list[list[RatingChange]] = [[] for _ in results]
         for wave in _waves(results):
             self._apply_wave(results, wave, out)

@@ -25,7 +25,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -160,24 +160,34 @@ def _setup(sessions: sessionmaker[Session], keys: list[str]) -> dict[str, int]:
 
 
 def measure_writes(backend: str, tmp: Path, batches: list[list[MatchRecord]], keys: list[str]) -> dict[str, float]:
-    """Match rows/s of every writer (fresh database each), then of the whole recorder."""
-    out = {}
-    for name, write in WRITERS.items():
-        with fresh_database(backend, tmp) as sessions:
-            ids = _setup(sessions, keys)
-            start = time.perf_counter()
-            for batch in batches:
-                with gc_paused(), sessions.begin() as session:  # as the recorder does
-                    write(session, batch, ids)
-            out[name] = sum(map(len, batches)) / (time.perf_counter() - start)
-    with fresh_database(backend, tmp) as sessions:
-        ids = _setup(sessions, keys)
-        recorder = MatchRecorder(sessions, get_spec(ENV), RatingEnv())
-        start = time.perf_counter()
-        for batch in batches:
-            recorder.record(batch, ids)
-        out["recorder"] = sum(map(len, batches)) / (time.perf_counter() - start)
-    return out
+    """Match rows/s of every writer and of the whole recorder, each on its own fresh database.
+
+    The paths take turns batch by batch (in rotating order), so a change in the load of
+    a shared machine hits them all alike.
+    """
+    paths: dict[str, Callable[[sessionmaker[Session], list[MatchRecord], dict[str, int]], None]] = {
+        name: _in_transaction(write) for name, write in WRITERS.items()}
+    paths["recorder"] = lambda sessions, batch, ids: MatchRecorder(sessions, get_spec(ENV), RatingEnv()).record(
+        batch, ids)
+    seconds = dict.fromkeys(paths, 0.0)
+    with ExitStack() as stack:
+        databases = {name: stack.enter_context(fresh_database(backend, tmp)) for name in paths}
+        ids = {name: _setup(sessions, keys) for name, sessions in databases.items()}
+        for i, batch in enumerate(batches):
+            names = list(paths)
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                start = time.perf_counter()
+                paths[name](databases[name], batch, ids[name])
+                seconds[name] += time.perf_counter() - start
+    rows = sum(map(len, batches))
+    return {name: rows / s for name, s in seconds.items()}
+
+
+def _in_transaction(write: Callable[[Session, Any, Any], None]):
+    def run(sessions: sessionmaker[Session], batch: list[MatchRecord], ids: dict[str, int]) -> None:
+        with gc_paused(), sessions.begin() as session:  # as the recorder does
+            write(session, batch, ids)
+    return run
 
 
 def measure_rating(batches: list[list[MatchRecord]]) -> dict[str, float]:
