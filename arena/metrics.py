@@ -12,6 +12,12 @@ Exposed at ``/metrics`` (:func:`metrics_app`, an ASGI app the API mounts), all p
 ``queue_depth``                        gauge      submissions waiting for validation
 ``matches_in_flight{env}``             gauge      matches scheduled but not yet recorded
 ``workers_alive``                      gauge      Ray match workers that answered last poll
+``workers_on_device{device,gpu}``      gauge      of those, by the device they play on
+                                                  (``cpu``/``cuda``) and whether Ray assigned
+                                                  them a GPU (``assigned``/``none``):
+                                                  ``device="cpu",gpu="assigned"`` counts
+                                                  workers that fell back to the CPU because
+                                                  CUDA is absent
 ``rating_update_seconds``              histogram  TrueSkill updates of one recorded batch
 ``commit_seconds``                     histogram  one batch's recording transaction, end to
                                                   end (insert, rate, write, commit)
@@ -104,6 +110,10 @@ class ArenaMetrics:
         self.in_flight = Gauge("matches_in_flight", "Matches scheduled but not yet recorded.",
                                ["env"], **kw)
         self.workers_alive = Gauge("workers_alive", "Ray match workers that answered.", **kw)
+        self.workers_on_device = Gauge(
+            "workers_on_device", "Ray match workers that answered, by the device they play on and "
+            "whether Ray assigned them a GPU (cpu + assigned: CUDA absent, fell back to CPU).",
+            ["device", "gpu"], **kw)
         self.rating_seconds = Histogram(
             "rating_update_seconds", "TrueSkill updates of one recorded batch.",
             buckets=RATING_BUCKETS, **kw)
@@ -208,12 +218,20 @@ def observe_worker_stats(stats: Iterable[Mapping[str, Any]], *,
                          metrics: ArenaMetrics | None = None) -> None:
     """Feed :meth:`RayMatchRunner.stats() <arena.runners.on_ray.RayMatchRunner.stats>` output.
 
-    Sets ``workers_alive`` to the number of answers and adds each worker's cache-counter
-    increase (``{"pid": ..., "snapshot_cache": {"hits": ..., "misses": ...} | None}``).
+    Sets ``workers_alive`` to the number of answers, ``workers_on_device`` to their
+    count per (device, GPU assigned or not), and adds each worker's cache-counter
+    increase (``{"pid": ..., "device": "cpu", "gpu_ids": [...], "snapshot_cache":
+    {"hits": ..., "misses": ...} | None}``).
     """
     metrics = _or_default(metrics)
     answers = list(stats)
     metrics.workers_alive.set(len(answers))
+    on_device = {(d, g): 0 for d in ("cpu", "cuda") for g in ("assigned", "none")}
+    for answer in answers:
+        key = (answer.get("device", "cpu"), "assigned" if answer.get("gpu_ids") else "none")
+        on_device[key] = on_device.get(key, 0) + 1
+    for (device, gpu), count in on_device.items():
+        metrics.workers_on_device.labels(device=device, gpu=gpu).set(count)
     for i, answer in enumerate(answers):
         cache = answer.get("snapshot_cache")
         if cache:

@@ -7,6 +7,8 @@ Every field has a default that works on a fresh machine::
     ARENA_REDIS_URL           unset: the app starts an embedded Redis-compatible server
                               persisted under <data_dir>/redis/
     ARENA_RAY_ADDRESS         unset: a local ``ray.init`` sized to this machine
+    ARENA_RAY_GPUS_PER_WORKER unset: the cluster's GPUs shared by the match workers (none
+                              without GPUs); 0: CPU workers; 0.25: four workers per GPU
     ARENA_MAX_UPLOAD_BYTES    64 MiB
     ARENA_SNAPSHOT_CACHE_SIZE 32 policies per worker
     ARENA_ADMIN_TOKEN         unset: admin endpoints disabled
@@ -65,6 +67,13 @@ class Settings(BaseSettings):
         ge=100 * 1024 * 1024,
         description="Object store size of the local Ray instance (ignored with ray_address).",
     )
+    ray_gpus_per_worker: float | None = Field(
+        default=None,
+        ge=0.0,
+        description="GPU share each Ray match worker requests; unset: the cluster's GPUs shared "
+        "evenly (at most one each, none on a cluster without GPUs); 0: CPU workers. A worker "
+        "given a GPU plays on CPU, and says so, where CUDA is unavailable.",
+    )
     max_upload_bytes: int = Field(
         default=64 * 1024 * 1024, gt=0, description="Largest accepted weights upload."
     )
@@ -105,7 +114,15 @@ class Settings(BaseSettings):
         # embedded Redis server (run with cwd=its data dir) see the same place.
         return value.expanduser().resolve()
 
-    @field_validator("redis_url", "ray_address", "admin_token", mode="before")
+    @field_validator("ray_gpus_per_worker")
+    @classmethod
+    def _ray_gpu_share(cls, value: float | None) -> float | None:
+        # Ray accepts a fraction of one GPU or whole GPUs, nothing in between.
+        if value is not None and value > 1 and not value.is_integer():
+            raise ValueError(f"a worker takes a fraction of one GPU or whole GPUs, not {value}")
+        return value
+
+    @field_validator("redis_url", "ray_address", "ray_gpus_per_worker", "admin_token", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         # ``ARENA_REDIS_URL=`` in a .env or compose file means "not set", not "".

@@ -6,9 +6,16 @@ actors; SQLite. In the same run, the naive service loop a competent person write
 one PettingZoo match at a time (one policy call per move), ``trueskill.rate_1vs1``,
 one ORM commit per match.
 
-    python benchmarks/league.py [--matches 40960] [--workers 2] [--naive-seconds 15]
+Then recording alone (``benchmarks/support/ingest.py``), on SQLite and on the
+PostgreSQL at 127.0.0.1:5432 (db ``test``; skipped if it does not answer): match rows/s
+of SQLAlchemy executemany, of the JSON-document insert Arena used before, and of
+Arena's COPY / prepared-executemany path; the whole recorder; and the rating pass one
+match at a time against waves of independent matches.
 
-Prints a table, then one JSON line.
+    python benchmarks/league.py [--matches 40960] [--workers 2] [--naive-seconds 15]
+    python benchmarks/league.py --ingest-only [--ingest-matches 40000] [--ingest-batch 8192]
+
+Prints tables, then one JSON line.
 """
 
 from __future__ import annotations
@@ -68,7 +75,8 @@ def run_league(services, sources, matches: int, workers: int) -> dict:
     ladder = open_ladder(services.sessions, LadderConfig(ENV, batch_size=8192, seed=1))
     ladder.add_agents(sources)
     init_ray(services.settings, num_cpus=workers)
-    runner = RayMatchRunner(workers, snapshots_factory=services.snapshot_cache_factory())
+    runner = RayMatchRunner(workers, snapshots_factory=services.snapshot_cache_factory(),
+                            gpus_per_worker=services.settings.ray_gpus_per_worker)
     ladder.run(runner, 2 * 8192)  # warm-up: actors start, snapshots load
     with services.sessions() as session:
         before = repo.count_matches(session, ENV)
@@ -137,13 +145,62 @@ def run_naive(sources, services, seconds: float, db_path: Path) -> float:
     return done / (time.perf_counter() - start)
 
 
+def run_ingest(matches: int, batch: int, tmp: Path) -> dict:
+    """Recording throughput per backend (rows/s), and the rating pass (matches/s)."""
+    from benchmarks.support.ingest import measure_rating, measure_writes, synthetic_records
+
+    keys = ["random", *(f"heuristic:epsilon={e / 50:.2f}" for e in range(49))]
+    records = synthetic_records(keys, matches, seed=1)
+    batches = [records[i:i + batch] for i in range(0, matches, batch)]
+    out: dict = {}
+    for backend in ("sqlite", "postgresql"):
+        try:
+            out[backend] = measure_writes(backend, tmp, batches, keys)
+        except Exception as exc:  # noqa: BLE001 - no PostgreSQL here: say so, measure the rest
+            print(f"{backend}: not measured ({type(exc).__name__}: {str(exc).splitlines()[0]})")
+    wide = synthetic_records([f"a{i}" for i in range(2000)], matches, seed=2)
+    out["rating"] = {"50 agents": measure_rating(batches),
+                     "2000 agents": measure_rating([wide[i:i + batch] for i in range(0, matches, batch)])}
+    print(f"\n{'recording (match rows/s, +4 dependent rows each)':<52}{'sqlite':>12}{'postgresql':>12}")
+    for path in ("executemany", "json document", "arena", "recorder"):
+        cells = "".join(f"{out[b][path]:>12,.0f}" if b in out else f"{'-':>12}" for b in ("sqlite", "postgresql"))
+        print(f"{path:<52}{cells}")
+    print(f"\n{'rating pass (matches/s)':<52}{'one at a time':>14}{'waves':>12}")
+    for label, rates in out["rating"].items():
+        print(f"{label:<52}{rates['one_at_a_time']:>14,.0f}{rates['waves']:>12,.0f}")
+    return out
+
+
+def _ingest_json(ingest: dict) -> dict:
+    flat = {}
+    for backend in ("sqlite", "postgresql"):
+        for path, rate in ingest.get(backend, {}).items():
+            flat[f"{backend}_{path.replace(' ', '_')}_rows_per_s"] = round(rate)
+        if backend in ingest:
+            flat[f"{backend}_ingest_ratio"] = round(ingest[backend]["arena"] / ingest[backend]["executemany"], 2)
+    for label, rates in ingest["rating"].items():
+        name = label.replace(" ", "_")
+        flat[f"rating_{name}_one_at_a_time_mps"] = round(rates["one_at_a_time"])
+        flat[f"rating_{name}_waves_mps"] = round(rates["waves"])
+    return flat
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--matches", type=int, default=40960)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--naive-seconds", type=float, default=15.0)
+    parser.add_argument("--ingest-only", action="store_true", help="measure recording alone")
+    parser.add_argument("--ingest-matches", type=int, default=40000)
+    parser.add_argument("--ingest-batch", type=int, default=8192, help="matches per recorded batch")
     args = parser.parse_args()
+    if args.ingest_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            ingest = run_ingest(args.ingest_matches, args.ingest_batch, Path(tmp))
+        print(json.dumps(_ingest_json(ingest)))
+        return
     with tempfile.TemporaryDirectory() as tmp:
+        ingest = run_ingest(args.ingest_matches, args.ingest_batch, Path(tmp))
         settings = Settings(data_dir=Path(tmp))
         with open_services(settings) as services:
             sources = league_agents(services)
@@ -156,6 +213,7 @@ def main() -> None:
         "naive_mps": round(naive_mps, 1), "league_mps": round(league["mps"], 1),
         "ratio": round(league["mps"] / naive_mps, 1), "scheduled": league["scheduled"],
         "recorded": league["recorded"], "lost": league["lost"], "duplicated": league["duplicated"],
+        **_ingest_json(ingest),
     }))
 
 

@@ -15,12 +15,18 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # local test cluster on loop
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """One local Ray cluster for the whole session: 2 CPUs, no dashboard, small store."""
+    """One local Ray cluster for the whole session: 2 CPUs, no dashboard, small store.
+
+    It declares 4 logical GPUs (on a CPU-only machine), so match workers take the GPU
+    placement path in every Ray test and fall back to CPU inside (no CUDA): as many
+    2-worker runners fit at once as the 2 CPUs allow (each worker takes half a CPU and
+    one GPU).
+    """
     ray = pytest.importorskip("ray")
     from arena.runners.on_ray import init_ray
     from arena.settings import Settings
 
-    init_ray(Settings(ray_object_store_bytes=256 * 1024 * 1024), num_cpus=2)
+    init_ray(Settings(ray_object_store_bytes=256 * 1024 * 1024), num_cpus=2, num_gpus=4)
     yield ray
     ray.shutdown()
 

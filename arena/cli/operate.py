@@ -118,7 +118,8 @@ def _runner(workers: int, services):
     from arena.runners.on_ray import RayMatchRunner, init_ray
 
     init_ray(services.settings)
-    return RayMatchRunner(workers, snapshots_factory=services.snapshot_cache_factory())
+    return RayMatchRunner(workers, snapshots_factory=services.snapshot_cache_factory(),
+                          gpus_per_worker=services.settings.ray_gpus_per_worker)
 
 
 def leaderboard(

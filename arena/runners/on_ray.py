@@ -26,9 +26,11 @@ from ray.exceptions import (
     WorkerCrashedError,
 )
 
-from arena.engine import MatchEngine, MatchRecord
+from arena.engine import MatchRecord
 from arena.engine.records import gc_paused
 from arena.runners.batches import MatchBatch, PolicyResolver, SnapshotPolicies, play_batch
+from arena.runners.devices import gpus_per_worker as worker_gpus
+from arena.runners.devices import match_engine, select_device
 from arena.settings import Settings, ray_init_kwargs
 
 log = logging.getLogger(__name__)
@@ -39,29 +41,47 @@ RESTART_GRACE_S = 3.0
 LOST_WORK = (RayActorError, ActorDiedError, ActorUnavailableError, WorkerCrashedError, ObjectLostError)
 
 
-def init_ray(settings: Settings, num_cpus: int | None = None) -> None:
+def init_ray(settings: Settings, num_cpus: int | None = None, num_gpus: float | None = None) -> None:
     """Join ``ARENA_RAY_ADDRESS`` or start a local Ray as the settings say (idempotent).
 
     Args:
         settings: ``ray_address``, else a local instance with ``ray_object_store_bytes``
             (:func:`arena.settings.ray_init_kwargs`).
         num_cpus: CPUs of a local instance (default: every CPU of this machine).
+        num_gpus: GPUs of a local instance (default: Ray detects them). Logical GPUs on a
+            CPU-only machine exercise the GPU placement (the test suite's cluster has 4).
     """
     if ray.is_initialized():
         return
     kwargs = ray_init_kwargs(settings)
-    if num_cpus is not None and "address" not in kwargs:
-        kwargs["num_cpus"] = num_cpus
+    if "address" not in kwargs:
+        if num_cpus is not None:
+            kwargs["num_cpus"] = num_cpus
+        if num_gpus is not None:
+            kwargs["num_gpus"] = num_gpus
     ray.init(log_to_driver=False, **kwargs)
 
 
 @ray.remote(max_restarts=-1, max_task_retries=0)
 class MatchWorker:
-    """A Ray actor that plays match batches with the batched engine."""
+    """A Ray actor that plays match batches with the batched engine.
 
-    def __init__(self, snapshots_factory: Callable[[str], SnapshotPolicies] | None, device: str) -> None:
-        snapshots = snapshots_factory(device) if snapshots_factory is not None else None
-        self.engine = MatchEngine()
+    It plays on ``cuda`` (with the device-resident engine) where Ray assigned it a GPU
+    and CUDA works in its process, else on ``cpu`` with the numpy engine
+    (:mod:`arena.runners.devices`); it logs which and why, and reports both in
+    :meth:`stats`.
+    """
+
+    def __init__(self, snapshots_factory: Callable[[str], SnapshotPolicies] | None) -> None:
+        import torch
+
+        self.gpu_ids = [str(g) for g in ray.get_gpu_ids()]
+        self.device, self.device_reason = select_device(self.gpu_ids, torch.cuda.is_available())
+        level = logging.WARNING if self.gpu_ids and self.device == "cpu" else logging.INFO
+        log.log(level, "match worker plays on %s (%s)", self.device, self.device_reason,
+                extra={"device": self.device, "gpu_ids": self.gpu_ids})
+        snapshots = snapshots_factory(self.device) if snapshots_factory is not None else None
+        self.engine = match_engine(self.device)
         self.resolver = PolicyResolver(snapshots)
         self.batches = 0
 
@@ -71,9 +91,11 @@ class MatchWorker:
         return records
 
     def stats(self) -> dict:
-        """pid, node, batches played since (re)start, snapshot-cache counters."""
+        """pid, node, device (and why), assigned GPUs, batches played since (re)start,
+        snapshot-cache counters."""
         stats = getattr(self.resolver.snapshots, "stats", None)
         return {"pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(),
+                "device": self.device, "device_reason": self.device_reason, "gpu_ids": self.gpu_ids,
                 "batches": self.batches, "snapshot_cache": asdict(stats) if stats is not None else None}
 
 
@@ -86,21 +108,26 @@ class RayMatchRunner:
             each actor (it connects to the Redis snapshot pool there).
         max_in_flight: Outstanding batches (default two per worker, so a worker
             never waits for the driver).
+        gpus_per_worker: GPU share each actor asks for (``ARENA_RAY_GPUS_PER_WORKER``;
+            ``None``: the cluster's GPUs shared evenly, none on a cluster without GPUs;
+            see :func:`~arena.runners.devices.gpus_per_worker`).
     """
 
     def __init__(self, num_workers: int = 2,
                  snapshots_factory: Callable[[str], SnapshotPolicies] | None = None,
-                 max_in_flight: int | None = None) -> None:
-        gpus = ray.cluster_resources().get("GPU", 0.0)
-        self.device = "cuda" if gpus > 0 else "cpu"
+                 max_in_flight: int | None = None, gpus_per_worker: float | None = None) -> None:
+        cluster_gpus = ray.cluster_resources().get("GPU", 0.0)
+        self.gpus_per_worker = worker_gpus(cluster_gpus, num_workers, gpus_per_worker)
         # SPREAD: on a multi-node cluster the workers land on different nodes.
-        options = {"num_cpus": 0.5, "scheduling_strategy": "SPREAD"}
-        if gpus > 0:
-            options["num_gpus"] = min(1.0, gpus / num_workers)
-        self.workers = [
-            MatchWorker.options(**options).remote(snapshots_factory, self.device)
-            for _ in range(num_workers)
-        ]
+        options = {"num_cpus": 0.5, "num_gpus": self.gpus_per_worker, "scheduling_strategy": "SPREAD"}
+        if self.gpus_per_worker:
+            log.info("starting %d match workers with %s GPU each (the cluster has %s)", num_workers,
+                     self.gpus_per_worker, cluster_gpus)
+        else:
+            log.info("starting %d match workers on CPU (%s)", num_workers,
+                     "no GPU resources in the Ray cluster" if not cluster_gpus else "ARENA_RAY_GPUS_PER_WORKER=0")
+        self.workers = [MatchWorker.options(**options).remote(snapshots_factory) for _ in range(num_workers)]
+        self._devices_logged: set[int] = set()
         self.max_in_flight = max_in_flight or 2 * num_workers
         self.redispatched = 0
         self._next = 0
@@ -161,7 +188,20 @@ class RayMatchRunner:
                 out.append(ray.get(ref))
             except LOST_WORK:
                 continue
+        for answer in out:
+            self._log_device(answer)
         return out
+
+    def _log_device(self, answer: dict) -> None:
+        """Say once per worker process, in the driver's log, where it plays (the worker's
+        own log line lands in Ray's worker logs)."""
+        if answer["pid"] in self._devices_logged:
+            return
+        self._devices_logged.add(answer["pid"])
+        fell_back = bool(answer["gpu_ids"]) and answer["device"] == "cpu"
+        log.log(logging.WARNING if fell_back else logging.INFO, "match worker %s plays on %s (%s)",
+                answer["pid"], answer["device"], answer["device_reason"],
+                extra={"device": answer["device"], "gpu_ids": answer["gpu_ids"]})
 
     def close(self) -> None:
         for worker in self.workers:

@@ -68,8 +68,19 @@ def test_empty_variables_mean_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARENA_REDIS_URL", "")
     monkeypatch.setenv("ARENA_RAY_ADDRESS", "  ")
     monkeypatch.setenv("ARENA_ADMIN_TOKEN", "")
+    monkeypatch.setenv("ARENA_RAY_GPUS_PER_WORKER", "")
     s = Settings()
     assert s.redis_url is None and s.ray_address is None and s.admin_token is None
+    assert s.ray_gpus_per_worker is None
+
+
+def test_a_gpu_share_is_a_fraction_or_whole_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    for value, expected in (("0", 0.0), ("0.25", 0.25), ("2", 2.0)):
+        monkeypatch.setenv("ARENA_RAY_GPUS_PER_WORKER", value)
+        assert Settings().ray_gpus_per_worker == expected
+    monkeypatch.setenv("ARENA_RAY_GPUS_PER_WORKER", "1.5")
+    with pytest.raises(ValidationError, match="fraction of one GPU"):
+        Settings()
 
 
 @pytest.mark.parametrize(
@@ -79,6 +90,7 @@ def test_empty_variables_mean_unset(monkeypatch: pytest.MonkeyPatch) -> None:
         ("ARENA_PORT", "http"),
         ("ARENA_SNAPSHOT_CACHE_SIZE", "0"),
         ("ARENA_MAX_UPLOAD_BYTES", "-1"),
+        ("ARENA_RAY_GPUS_PER_WORKER", "-0.5"),
     ],
 )
 def test_invalid_values_name_the_field(

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import uuid
+
+import numpy as np
 import pytest
 
 from arena.agent_status import AgentStatus
+from arena.engine import MatchRecord
 from arena.ladder.dispatch import Ladder, LadderConfig, open_ladder
-from arena.ladder.recorder import rebuild_ratings
+from arena.ladder.recorder import load_book, rebuild_ratings
 from arena.ladder.registration import register_env, register_snapshot_agent
 from arena.runners import AgentSource, InProcessRunner
 from arena.storage.db import make_engine, session_factory
 from arena.storage.db import repositories as repo
+from league.rating_book import MIN_WAVE, MatchResult, RatingBook, _waves
 from league.ratings import RatingEnv
 
 EPSILONS = [round(0.1 * i, 1) for i in range(11)]
@@ -142,3 +147,42 @@ def test_redis_flushed_mid_run_pool_is_rebuilt_and_the_run_completes(migrated_db
     # The pool's index and weights are back in Redis, restored from the durable copy.
     assert sorted(pool.list("ladder.connect_four-v3")) == sorted(s.snapshot for s in sources[1:])
     assert client.exists(*[pool.keys.snapshot(s.snapshot) for s in sources[1:]]) == 4
+
+
+def _random_records(names: list[str], n: int, seed: int) -> list[MatchRecord]:
+    """Records of random pairings (a ladder's placement batches are hub-shaped: every
+    newcomer meets the same few opponents, so their waves are narrow)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        a, b = rng.choice(len(names), size=2, replace=False)
+        winner = [None, 0, 1][rng.integers(3)]
+        scores = [0.0, 0.0] if winner is None else [1.0 - 2 * winner, 2 * winner - 1.0]
+        out.append(MatchRecord(env="connect_four-v3", seed=i, seats=[names[a], names[b]], weights=[None, None],
+                               actions=[(0, 3)], scores=scores, winner=winner, termination="normal",
+                               forfeit_seat=None, match_id=str(uuid.UUID(int=seed * n + i))))
+    return out
+
+
+def test_batches_rated_in_waves_equal_the_log_replayed_one_match_at_a_time(migrated_db_url):
+    names = ["random", *(f"heuristic:epsilon={e / 200:.3f}" for e in range(200))]
+    ladder = _ladder(migrated_db_url, names)
+    with ladder.sessions() as session:
+        ids = {a.key: a.id for a in repo.list_agents(session, "connect_four-v3")}
+    batches = [_random_records(names, 1000, seed) for seed in (1, 2)]
+    assert max(len(w) for w in _waves([MatchResult(r.seats, ["player"] * 2, r.winner) for r in batches[0]])) >= MIN_WAVE
+
+    for records in batches:
+        assert ladder.recorder.record(records, ids).inserted == 1000
+    assert ladder.recorder.record(batches[0], ids).inserted == 0  # delivered again: nothing changes
+
+    one_by_one = RatingBook(ladder.env)
+    with ladder.sessions() as session:
+        stored = list(repo.iter_matches(session, env_id="connect_four-v3"))
+        live = load_book(session, ladder.env, ids)
+    for match in stored:
+        one_by_one.apply(match.seats, ladder.spec.roles, match.winner, match.seq)
+    assert len(stored) == 2000
+    assert live.standings == one_by_one.standings  # exact floats, W/D/L and last match
+    report = rebuild_ratings(ladder.sessions, ladder.spec)
+    assert report.equal and report.standings == 201, report.mismatches

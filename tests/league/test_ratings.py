@@ -127,6 +127,7 @@ def test_fast_path_matches_package_on_wide_random_range() -> None:
     assert drawn.sum() > 1000 and (~drawn).sum() > 2000  # both branches exercised
     np.testing.assert_allclose(vectorized, expected, rtol=0, atol=1e-9)
     np.testing.assert_allclose(scalar, expected, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(vectorized, scalar)  # bit for bit: waves of a batch rely on it
 
 
 def test_fast_path_honours_a_non_default_env() -> None:

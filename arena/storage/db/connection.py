@@ -13,7 +13,6 @@ failed migration rolls back).
 
 from __future__ import annotations
 
-import functools
 import json
 import sqlite3
 from typing import Any
@@ -30,7 +29,9 @@ SQLITE_BEGIN_MODES = ("DEFERRED", "IMMEDIATE", "EXCLUSIVE")
 
 # Compact JSON; NaN/inf are refused here rather than by PostgreSQL (which rejects
 # them as invalid JSON) so both backends fail the same way.
-_json_dumps = functools.partial(json.dumps, separators=(",", ":"), allow_nan=False)
+# One encoder for every call (json.dumps would build one per call: a fifth of the cost
+# of encoding a match's small JSON columns).
+dump_json = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 def make_engine(url: str, *, echo: bool = False, **kwargs: Any) -> Engine:
@@ -46,7 +47,7 @@ def make_engine(url: str, *, echo: bool = False, **kwargs: Any) -> Engine:
         The engine. Dispose of it when done (``engine.dispose()``).
     """
     parsed = make_url(url)
-    options: dict[str, Any] = {"echo": echo, "json_serializer": _json_dumps}
+    options: dict[str, Any] = {"echo": echo, "json_serializer": dump_json}
     is_sqlite = parsed.get_backend_name() == "sqlite"
     in_memory = is_sqlite and parsed.database in (None, "", ":memory:")
     if is_sqlite:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, text
 from sqlalchemy.exc import IntegrityError
 
 from arena.engine.records import MatchRecord
 from arena.storage.db import repositories as repo
+from arena.storage.db import session_factory
 from arena.storage.db.models import Match
 from tests.storage.db.builders import ENV, match, participants, setup_env
 
@@ -57,18 +60,15 @@ def test_a_batch_repeating_an_id_stores_the_first_copy(db_session):
     assert repo.get_match(db_session, a["id"]).seed == 1
 
 
-def test_seqs_follow_insert_order_across_statement_chunks(db_session, monkeypatch):
-    from arena.storage.db.repositories import matches as matches_repo
-
+def test_seqs_follow_insert_order(db_session):
     setup_env(db_session)
-    monkeypatch.setattr(matches_repo, "INSERT_CHUNK", 7)  # force several statements
-    rows = [match(seed=i) for i in range(30)]
+    rows = [match(seed=i) for i in range(300)]
 
     got = repo.insert_matches(db_session, rows)
 
     seqs = [got[r["id"]] for r in rows]
-    assert seqs == sorted(seqs) and len(set(seqs)) == 30
-    assert [m.seed for m in repo.iter_matches(db_session)] == list(range(30))
+    assert seqs == sorted(seqs) and len(set(seqs)) == 300
+    assert [m.seed for m in repo.iter_matches(db_session)] == list(range(300))
 
 
 def test_a_seq_is_never_reused_after_the_newest_match_is_deleted(db_session):
@@ -206,3 +206,46 @@ def test_participants_refuse_a_repeated_seat_and_an_unknown_agent(db_session):
     bad[0]["seat"] = 5
     with pytest.raises(IntegrityError):
         repo.insert_participants(db_session, bad)
+
+
+def test_a_writer_waiting_for_another_gets_exactly_its_own_seqs(db_engine):
+    # The insert reads back seqs it cannot get from the driver (SQLite) or takes them
+    # from a staging table (PostgreSQL): a second writer blocked behind an open insert
+    # transaction must still get back its own rows only, numbered after the first's.
+    sessions = session_factory(db_engine)
+    with sessions.begin() as session:
+        setup_env(session)
+    first, second = [match(seed=i) for i in range(20)], [match(seed=100 + i) for i in range(20)]
+    got: dict[str, int] = {}
+    with sessions() as holder:
+        holder.begin()
+        mine = repo.insert_matches(holder, first)  # holds the log's write lock until commit
+        waiter = threading.Thread(target=lambda: _insert_and_commit(sessions, second, got))
+        waiter.start()
+        waiter.join(timeout=0.5)
+        assert waiter.is_alive()  # blocked behind the open transaction
+        holder.commit()
+    waiter.join(timeout=30)
+    assert set(mine) == {r["id"] for r in first} and set(got) == {r["id"] for r in second}
+    assert min(got.values()) > max(mine.values())
+    assert [got[r["id"]] for r in second] == sorted(got.values())
+
+
+def _insert_and_commit(sessions, rows, out: dict) -> None:
+    with sessions.begin() as session:
+        out.update(repo.insert_matches(session, rows))
+
+
+@pytest.mark.postgres
+def test_the_postgresql_staging_table_is_gone_after_the_insert_and_after_a_rollback(db_session):
+    if db_session.get_bind().dialect.name != "postgresql":
+        pytest.skip("PostgreSQL's COPY path")
+    setup_env(db_session)
+    db_session.commit()
+    staged = "SELECT to_regclass('pg_temp.matches_incoming') IS NOT NULL"
+    repo.insert_matches(db_session, [match()])
+    assert db_session.execute(text(staged)).scalar_one() is False
+    with pytest.raises(IntegrityError):
+        repo.insert_matches(db_session, [match(env_id="nope-v0")])
+    db_session.rollback()
+    assert repo.insert_matches(db_session, [match()]) and db_session.execute(text(staged)).scalar_one() is False

@@ -22,7 +22,7 @@ from sqlalchemy import Select, delete, distinct, func, select, true
 from sqlalchemy.orm import Session, aliased
 
 from arena.storage.db.models import Agent, AgentRating, Match, MatchParticipant, RatingEvent
-from arena.storage.db.repositories.dialect import IN_CHUNK, chunks, dialect_insert
+from arena.storage.db.repositories.dialect import IN_CHUNK, bulk_append, chunks, dialect_insert
 
 CONSERVATIVE_SIGMAS = 3.0
 
@@ -96,14 +96,15 @@ def upsert_ratings(session: Session, rows: Iterable[Mapping[str, Any]]) -> int:
 
 
 def insert_rating_events(session: Session, rows: Iterable[Mapping[str, Any]]) -> int:
-    """Appends rating events (one executemany); returns the row count.
+    """Appends rating events (:func:`~arena.storage.db.repositories.dialect.bulk_append`);
+    returns the row count.
 
     Rows carry ``match_seq``, ``agent_id``, ``role``, ``mu_before``, ``sigma_before``,
     ``mu_after`` and ``sigma_after``.
     """
-    params = [{k: row[k] for k in _EVENT_KEYS} for row in rows]
+    params = [tuple(row[k] for k in _EVENT_KEYS) for row in rows]
     if params:
-        session.execute(RatingEvent.__table__.insert(), params)
+        bulk_append(session, RatingEvent.__tablename__, _EVENT_KEYS, params)
     return len(params)
 
 
