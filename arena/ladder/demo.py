@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+
+from sqlalchemy.orm import Session
+
 from agents.baselines import HEURISTICS
 from agents.catalog import make_policy
 from agents.checkpoint import serialize_weights
@@ -20,19 +24,19 @@ def seed_demo(services: Services, envs: tuple[str, ...], neural_per_env: int = 3
     Scripted agents go straight to placement; the small random-init MLPs are queued and
     validated like any submission.
     """
-    created = 0
-    for env_id in envs:
-        with services.sessions.begin() as session:
-            register_env(session, env_id)
-            if repo.list_agents(session, env_id):
-                continue
-            names = DEMO_BUILTINS if env_id in HEURISTICS else ("random",)
-            created += len(register_builtin_agents(session, env_id, [make_policy(n, env_id).agent_id
-                                                                     for n in names]))
-            for i in range(neural_per_env):
-                state, ck = random_init_checkpoint(env_id, "mlp", {"hidden": [64, 64]}, seed=i,
-                                                   name=f"demo-mlp-{i}")
-                register_snapshot_agent(session, services.pool, serialize_weights(state), ck,
-                                        pool_name=f"submissions.{env_id}", name=f"demo-mlp-{i}")
-                created += 1
-    return created
+    def seed(session: Session, env_id: str) -> int:
+        register_env(session, env_id)
+        if repo.list_agents(session, env_id):
+            return 0
+        names = DEMO_BUILTINS if env_id in HEURISTICS else ("random",)
+        created = len(register_builtin_agents(session, env_id, [make_policy(n, env_id).agent_id for n in names]))
+        for i in range(neural_per_env):
+            state, ck = random_init_checkpoint(env_id, "mlp", {"hidden": [64, 64]}, seed=i, name=f"demo-mlp-{i}")
+            register_snapshot_agent(session, services.pool, serialize_weights(state), ck,
+                                    pool_name=f"submissions.{env_id}", name=f"demo-mlp-{i}")
+            created += 1
+        return created
+
+    return sum(services.sessions.write_transaction(functools.partial(seed, env_id=env_id),
+                                                   what=f"seeding demo agents on {env_id}")
+               for env_id in envs)

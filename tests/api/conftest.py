@@ -33,7 +33,7 @@ def services(tmp_path, migrated_db_url: str, redis_url: str,
     })
     with open_services(settings) as opened:
         yield opened
-        opened.sessions.kw["bind"].dispose()
+        opened.sessions.dispose()
 
 
 @pytest.fixture

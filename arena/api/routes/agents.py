@@ -106,12 +106,14 @@ def get_agent(agent_id: AgentIdPath, session: SessionDep) -> AgentPublic:
                responses=error_responses(401, 403, 404, 422))
 def retire_agent(agent_id: AgentIdPath, user: UserDep, services: ServicesDep) -> AgentPublic:
     """Retire an agent (owner or admin): it leaves the ladder; its matches stay."""
-    with services.sessions.begin() as session:
+    def retire(session: Session) -> None:
         agent = _agent(session, agent_id)
         if not user.is_admin and (agent.owner_id is None or agent.owner_id != user.user_id):
             raise Forbidden(f"agent {agent_id} is not yours; only its owner can retire it")
         if agent.status != AgentStatus.RETIRED:
             repo.set_agent_status(session, agent_id, AgentStatus.RETIRED, f"retired by {user.name}")
+
+    services.sessions.write_transaction(retire, what=f"retiring agent {agent_id}")
     with services.sessions() as session:
         return AgentPublic(**agents_public(session, [_agent(session, agent_id)])[0])
 
