@@ -1,4 +1,5 @@
-"""Request dependencies: the services, a database session, the calling user.
+"""Request dependencies: the services, a database session, the calling user (and, for
+write endpoints, the write rate limits).
 
 Authentication is a bearer token (``Authorization: Bearer <token>``): either a user's
 API token (stored only as its sha256) or the operator's ``ARENA_ADMIN_TOKEN``, which
@@ -105,3 +106,24 @@ def current_user(user: Annotated[Principal | None, Depends(optional_user)]) -> P
 
 
 UserDep = Annotated[Principal, Depends(current_user)]
+
+
+def client_address(request: Request) -> str:
+    """The caller's address, as rate limits count it (a reverse proxy's, unless uvicorn
+    trusts its ``X-Forwarded-For``: ``FORWARDED_ALLOW_IPS``)."""
+    return request.client.host if request.client else "unknown"
+
+
+def writer(request: Request, user: UserDep, state: StateDep) -> Principal:
+    """The caller of a write request, counted against the write limits (not the admin).
+
+    Raises:
+        TooManyRequests: The user or its address made too many writes this minute.
+    """
+    if user.user_id is not None:
+        state.limits.write(user.user_id, client_address(request))
+    return user
+
+
+WriterDep = Annotated[Principal, Depends(writer)]
+"""The calling user of a write endpoint (within the write rate limits)."""

@@ -16,6 +16,12 @@ from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
 
 ENV = "tictactoe-v3"
+RAISED_LIMITS = {
+    "submissions_per_day": 1000, "signups_per_hour": 10_000, "writes_per_minute": 10_000,
+    "client_writes_per_minute": 100_000, "challenge_matches_per_hour": 1_000_000, "challenges_in_flight": 100,
+}
+"""Abuse limits for tests that sign up and submit far more than a person would from one
+address in a minute (tests/api/test_limits.py tests the defaults)."""
 TINY = {"hidden": [8]}  # ~1 KB of weights: fits the tests' 4 KiB upload limit
 API = "/api/v1"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import secrets
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from arena.api.deps import ServicesDep, UserDep
+from arena.api.deps import ServicesDep, StateDep, UserDep, client_address
 from arena.api.errors import error_responses
 from arena.api.schemas import UserCreate, UserCreated, UserPublic
 from arena.storage.db import repositories as repo
@@ -18,9 +18,11 @@ router = APIRouter(tags=["users"])
 
 
 @router.post("/users", status_code=201, response_model=UserCreated,
-             responses=error_responses(400, 409, 422))
-def create_user(body: UserCreate, services: ServicesDep) -> UserCreated:
+             responses=error_responses(400, 409, 422, 429))
+def create_user(body: UserCreate, request: Request, state: StateDep) -> UserCreated:
     """Create a user and its API token (shown only in this response; stored hashed)."""
+    services = state.services
+    state.limits.sign_up(client_address(request))
     token = f"arena_{secrets.token_urlsafe(32)}"
     taken = Conflict(f"the name {body.name!r} is taken; choose another")
 
