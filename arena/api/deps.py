@@ -10,6 +10,7 @@ functions, so FastAPI runs them in its thread pool, off the event loop.
 from __future__ import annotations
 
 import hmac
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated
@@ -22,6 +23,8 @@ from arena.api.state import ApiState
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
 from envs.errors import NotAuthenticated
+
+_NOT_IN_KEYS = re.compile(r"[^A-Za-z0-9_.:+-]")
 
 # Longest token looked up: ours are 43 characters; anything much longer is not one.
 MAX_TOKEN_CHARS = 512
@@ -111,7 +114,8 @@ UserDep = Annotated[Principal, Depends(current_user)]
 def client_address(request: Request) -> str:
     """The caller's address, as rate limits count it (a reverse proxy's, unless uvicorn
     trusts its ``X-Forwarded-For``: ``FORWARDED_ALLOW_IPS``)."""
-    return request.client.host if request.client else "unknown"
+    host = request.client.host if request.client and request.client.host else "unknown"
+    return _NOT_IN_KEYS.sub("_", host)[:64]  # e.g. an IPv6 zone ("fe80::1%eth0") in a Redis key
 
 
 def writer(request: Request, user: UserDep, state: StateDep) -> Principal:

@@ -8,12 +8,18 @@ depend on the database backend, so these run on SQLite only.
 from __future__ import annotations
 
 import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
+from arena.api.limits import Limits
+from arena.settings import Settings
 from arena.storage.db import repositories as repo
+from arena.storage.redis_server import free_port
 from tests.api.conftest import ADMIN_TOKEN
 from tests.api.helpers import API, ENV, auth, checkpoint, new_user, seed_ladder, stored_state, upload
 
-pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+on_sqlite = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
 
 def refused(response, window_s: int) -> int:
@@ -30,6 +36,7 @@ def matches_stored(services) -> int:
         return repo.count_matches(session)
 
 
+@on_sqlite
 @pytest.mark.parametrize("settings_overrides", [{"signups_per_hour": 3}])
 def test_sign_ups_per_client_per_hour(client, services):
     for name in ("a", "b", "c"):
@@ -40,6 +47,7 @@ def test_sign_ups_per_client_per_hour(client, services):
         assert repo.get_user_by_name(session, "c") is not None
 
 
+@on_sqlite
 @pytest.mark.parametrize("settings_overrides", [{"submissions_per_day": 2}])
 def test_submissions_per_user_per_env_per_day(client, services):
     token = new_user(client, "alice")
@@ -59,6 +67,7 @@ def test_submissions_per_user_per_env_per_day(client, services):
     assert upload(client, ADMIN_TOKEN, *checkpoint(seed=4)[:2], name="admin").status_code == 201
 
 
+@on_sqlite
 @pytest.mark.parametrize("settings_overrides", [{"writes_per_minute": 2}])
 def test_writes_per_user_per_minute(client, services):
     token = new_user(client, "alice")
@@ -74,6 +83,7 @@ def test_writes_per_user_per_minute(client, services):
     assert upload(client, new_user(client, "bob"), *checkpoint(seed=3)[:2], name="b3").status_code == 201
 
 
+@on_sqlite
 @pytest.mark.parametrize("settings_overrides", [{"client_writes_per_minute": 3}])
 def test_writes_per_client_address_per_minute(client, services):
     alice = new_user(client, "alice")  # sign-ups count as writes of the address
@@ -87,6 +97,7 @@ def test_writes_per_client_address_per_minute(client, services):
         assert repo.get_user_by_name(session, "carol") is None
 
 
+@on_sqlite
 @pytest.mark.parametrize("settings_overrides", [{"challenge_matches_per_hour": 5}])
 def test_challenge_matches_per_user_per_hour(client, services):
     ids = seed_ladder(services, ["heuristic", "random"], 20)
@@ -100,6 +111,7 @@ def test_challenge_matches_per_user_per_hour(client, services):
     assert matches_stored(services) == before + 1
 
 
+@on_sqlite
 @pytest.mark.parametrize("settings_overrides", [{"challenges_in_flight": 1}])
 def test_challenges_in_flight_per_user(client, services):
     ids = seed_ladder(services, ["heuristic", "random"], 20)
@@ -116,3 +128,14 @@ def test_challenges_in_flight_per_user(client, services):
         assert other.status_code == 201  # bob is not held up by alice
     assert client.post(f"{API}/challenges", json=body, headers=auth(token)).status_code == 201
     assert matches_stored(services) == before + 2
+
+
+def test_limits_let_requests_through_while_redis_is_down(tmp_path):
+    """The limits protect the service; they must not take it down with Redis."""
+    down = redis.Redis(port=free_port(), socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0))
+    limits = Limits(down, Settings(data_dir=tmp_path, signups_per_hour=1, challenges_in_flight=1))
+    for _ in range(3):
+        limits.sign_up("127.0.0.1")
+        limits.write(1, "127.0.0.1")
+        with limits.submission(1, ENV), limits.challenge(1, 5):
+            pass
