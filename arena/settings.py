@@ -17,6 +17,13 @@ Every field has a default that works on a fresh machine::
     ARENA_HOST / ARENA_PORT   127.0.0.1 / 8000
     ARENA_ENVS                unset: a ladder for every built-in env; else a comma list of
                               env ids, ``id=pkg.module:factory`` registers a third-party env
+    ARENA_SUBMISSIONS_PER_DAY         5 agents per user per env per UTC day
+    ARENA_SIGNUPS_PER_HOUR            30 sign-ups per client address
+    ARENA_WRITES_PER_MINUTE           60 writes per user
+    ARENA_CLIENT_WRITES_PER_MINUTE    600 writes per client address
+    ARENA_CHALLENGE_MATCHES_PER_HOUR  2000 challenge matches per user
+    ARENA_CHALLENGES_IN_FLIGHT        2 challenges per user at a time
+    (a limit of 0 turns it off; the admin token is never limited)
 
 There is no module-level settings object: :func:`get_settings` builds one from the
 environment and memoizes it; tests call ``get_settings.cache_clear()`` after changing
@@ -103,6 +110,22 @@ class Settings(BaseSettings):
         description="Envs with a rated ladder, comma separated: registered ids, or "
         "id=pkg.module:factory to register a third-party PettingZoo env by import path; "
         "empty: every built-in env.",
+    )
+    submissions_per_day: int = Field(
+        default=5, ge=0, description="Agents a user may submit per env per UTC day (0: no quota)."
+    )
+    signups_per_hour: int = Field(default=30, ge=0, description="Sign-ups per client address per hour (0: off).")
+    writes_per_minute: int = Field(
+        default=60, ge=0, description="Write requests (submit, challenge, retire) per user per minute (0: off)."
+    )
+    client_writes_per_minute: int = Field(
+        default=600, ge=0, description="Write requests, sign-ups included, per client address per minute (0: off)."
+    )
+    challenge_matches_per_hour: int = Field(
+        default=2000, ge=0, description="Challenge matches a user may ask for per hour (0: off)."
+    )
+    challenges_in_flight: int = Field(
+        default=2, ge=0, description="Challenges of one user being played at the same time (0: off)."
     )
     host: str = Field(default="127.0.0.1", description="HTTP bind address.")
     port: int = Field(default=8000, ge=1, le=65535, description="HTTP port.")

@@ -63,3 +63,11 @@ class UnknownMatch(ArenaError):
 
 class ServiceUnavailable(ArenaError):
     """A backing service (database, Redis) did not answer within the bounded wait."""
+
+
+class TooManyRequests(ArenaError):
+    """A rate limit or quota was reached; ``retry_after_s`` says when to try again."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = max(1, int(retry_after_s))

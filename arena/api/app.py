@@ -1,4 +1,5 @@
-"""The FastAPI application: JSON API under ``/api/v1``, web pages, OpenAPI at ``/openapi.json``.
+"""The FastAPI application: JSON API under ``/api/v1``, web pages, OpenAPI at ``/openapi.json``
+(browsable at ``/docs`` and ``/redoc``, served offline from the package).
 
 ``create_app(services)`` serves already opened services (tests, ``arena serve``);
 ``create_app()`` opens them from the ``ARENA_*`` settings when the app starts and
@@ -14,6 +15,7 @@ from contextlib import ExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
+from arena.api.docs import docs_router
 from arena.api.errors import install_error_handlers
 from arena.api.routes import api_router
 from arena.api.state import ApiState
@@ -24,6 +26,7 @@ from arena.storage.wiring import Services, open_services
 log = logging.getLogger(__name__)
 
 API_VERSION = "1.0.0"
+OPENAPI_URL = "/openapi.json"
 
 
 def _start_background(stack: ExitStack, services: Services) -> None:
@@ -74,7 +77,9 @@ def create_app(services: Services | None = None, *, start_background: bool = Fal
         version=API_VERSION,
         summary="Submit agents, watch rated matches, read leaderboards with their uncertainty.",
         lifespan=lifespan,
-        openapi_url="/openapi.json",
+        openapi_url=OPENAPI_URL,
+        docs_url=None,  # FastAPI's pages load Swagger UI/ReDoc from a CDN: ours are served locally
+        redoc_url=None,
     )
     app.state.api = None if services is None else ApiState(services)
     # The web pages find the database through app.state.services.
@@ -82,6 +87,7 @@ def create_app(services: Services | None = None, *, start_background: bool = Fal
     install_error_handlers(app)
     app.mount("/metrics", metrics_app())  # Prometheus text format (not part of the OpenAPI schema)
     app.include_router(api_router())
+    app.include_router(docs_router(OPENAPI_URL, app.title))
     from arena.web.routes import web_router  # the pages call the JSON API above
 
     app.include_router(web_router())

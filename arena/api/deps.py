@@ -1,4 +1,5 @@
-"""Request dependencies: the services, a database session, the calling user.
+"""Request dependencies: the services, a database session, the calling user (and, for
+write endpoints, the write rate limits).
 
 Authentication is a bearer token (``Authorization: Bearer <token>``): either a user's
 API token (stored only as its sha256) or the operator's ``ARENA_ADMIN_TOKEN``, which
@@ -9,6 +10,7 @@ functions, so FastAPI runs them in its thread pool, off the event loop.
 from __future__ import annotations
 
 import hmac
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated
@@ -21,6 +23,8 @@ from arena.api.state import ApiState
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
 from envs.errors import NotAuthenticated
+
+_NOT_IN_KEYS = re.compile(r"[^A-Za-z0-9_.:+-]")
 
 # Longest token looked up: ours are 43 characters; anything much longer is not one.
 MAX_TOKEN_CHARS = 512
@@ -105,3 +109,25 @@ def current_user(user: Annotated[Principal | None, Depends(optional_user)]) -> P
 
 
 UserDep = Annotated[Principal, Depends(current_user)]
+
+
+def client_address(request: Request) -> str:
+    """The caller's address, as rate limits count it (a reverse proxy's, unless uvicorn
+    trusts its ``X-Forwarded-For``: ``FORWARDED_ALLOW_IPS``)."""
+    host = request.client.host if request.client and request.client.host else "unknown"
+    return _NOT_IN_KEYS.sub("_", host)[:64]  # e.g. an IPv6 zone ("fe80::1%eth0") in a Redis key
+
+
+def writer(request: Request, user: UserDep, state: StateDep) -> Principal:
+    """The caller of a write request, counted against the write limits (not the admin).
+
+    Raises:
+        TooManyRequests: The user or its address made too many writes this minute.
+    """
+    if user.user_id is not None:
+        state.limits.write(user.user_id, client_address(request))
+    return user
+
+
+WriterDep = Annotated[Principal, Depends(writer)]
+"""The calling user of a write endpoint (within the write rate limits)."""

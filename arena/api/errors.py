@@ -29,6 +29,7 @@ from envs.errors import (
     NotAuthenticated,
     PayloadTooLarge,
     ServiceUnavailable,
+    TooManyRequests,
     UnknownAgent,
     UnknownEnv,
     UnknownMatch,
@@ -44,6 +45,7 @@ _DESCRIPTIONS = {
     409: "Conflicts with stored state",
     413: "Upload over the size limit",
     422: "Invalid request data",
+    429: "Over a rate limit or quota; retry after the Retry-After header's seconds",
     503: "A backing service is unavailable",
 }
 
@@ -70,6 +72,7 @@ STATUS_CODES: dict[type[ArenaError], int] = {
     InvalidSubmission: 422,
     InvalidRecord: 422,
     InvalidParameter: 422,
+    TooManyRequests: 429,
     SnapshotCorrupt: 500,
     ServiceUnavailable: 503,
 }
@@ -88,6 +91,8 @@ def _arena_error(request: Request, exc: Exception) -> JSONResponse:
         body["existing_id"] = exc.existing_id
     status = status_code_of(exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if isinstance(exc, TooManyRequests):
+        headers = {"Retry-After": str(exc.retry_after_s)}
     if status >= 500:
         log.error("%s %s failed: %s", request.method, request.url.path, exc)
     return JSONResponse(body, status_code=status, headers=headers)

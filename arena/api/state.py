@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from arena.api.limits import Limits
 from arena.read.boards import BoardCache, VersionedCache
 from arena.snapshots.cache import SnapshotCache
 from arena.storage.db import repositories as repo
@@ -122,6 +123,7 @@ class ApiState:
         pages: Rendered leaderboard and match-history pages.
         agent_ids: Agent ids by (env, key), for match listings.
         fresh_s: How old served data may be (``ARENA_PAGE_CACHE_S``).
+        limits: Rate limits and quotas (:mod:`arena.api.limits`).
         newest_match_seq: The newest match seq a read has returned. Every match with
             a smaller seq is committed already (seq order is commit order, see
             :mod:`arena.storage.db.repositories.matches`), so a page of the log before it is
@@ -136,6 +138,7 @@ class ApiState:
     pages: PageCache = field(default_factory=PageCache)
     agent_ids: AgentIds = field(default_factory=AgentIds)
     fresh_s: float = field(init=False)
+    limits: Limits = field(init=False)
     newest_match_seq: int = 0
     _sqlite: bool = field(init=False, repr=False)
     _reader: ThreadPoolExecutor | None = field(default=None, repr=False)
@@ -145,6 +148,7 @@ class ApiState:
 
     def __post_init__(self) -> None:
         self.fresh_s = self.services.settings.page_cache_s
+        self.limits = Limits(self.services.redis, self.services.settings, self.services.pool.keys)
         with self.services.sessions() as session:  # no connection is opened for this
             self._sqlite = dialect_name(session) == "sqlite"
 

@@ -52,10 +52,11 @@ def agent_sources(names: list[str], env_id: str, services) -> list:
             weights, spec = file_snapshot(name[len("file:"):])
             if spec.env != env_id:
                 raise ArenaError(f"{name} is a checkpoint for {spec.env}, not {env_id}")
-            with services.sessions.begin() as session:
-                agent = register_snapshot_agent(session, services.pool, weights, spec,
-                                                pool_name=f"ladder.{env_id}", name=spec.name or name,
-                                                status=AgentStatus.PLACEMENT)
+            agent = services.sessions.write_transaction(
+                lambda session, weights=weights, spec=spec, name=name: register_snapshot_agent(
+                    session, services.pool, weights, spec, pool_name=f"ladder.{env_id}",
+                    name=spec.name or name, status=AgentStatus.PLACEMENT),
+                what=f"registering {name}")
             sources.append(AgentSource(key=agent.key, snapshot=agent.sha256))
         else:
             key = make_policy(name, env_id).agent_id

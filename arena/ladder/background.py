@@ -107,8 +107,9 @@ class BackgroundService:
 
     def _set_status(self, agent_id: int, status: AgentStatus, reason: str = "") -> bool:
         """Move the agent (if allowed from its status now); ``False`` if it was not."""
-        with self.services.sessions.begin() as session:
-            moved = repo.set_agent_status(session, agent_id, status, reason)
+        moved = self.services.sessions.write_transaction(
+            lambda session: repo.set_agent_status(session, agent_id, status, reason),
+            what=f"moving agent {agent_id} to {status}")
         if moved:
             log.info("agent %d is %s", agent_id, status, extra={
                 "agent_id": agent_id, "status": str(status), **({"reason": reason} if reason else {})})
@@ -136,8 +137,9 @@ class BackgroundService:
             lineup = [agent.key if agent.plays(role) else random.agent_id for role in spec.roles]
             jobs = plan_matches(lineup, spec, 2 * n, seed=agent.id)
         records = self.engine.play(agent.env_id, jobs, policies)
-        with self.services.sessions.begin() as session:
-            ids = {agent.key: agent.id, **register_builtin_agents(session, agent.env_id, [random.agent_id])}
+        ids = {agent.key: agent.id, **self.services.sessions.write_transaction(
+            lambda session: register_builtin_agents(session, agent.env_id, [random.agent_id]),
+            what=f"registering {random.agent_id}", idempotent=True)}
         record_unrated(self.services.sessions, spec, records, ids)
         for r in records:
             if Termination(r.termination).is_forfeit and r.seats[r.forfeit_seat] == agent.key:

@@ -13,8 +13,6 @@ from __future__ import annotations
 import logging
 import secrets
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from agents.catalog import make_policy
 from agents.policy import Policy
 from arena.agent_status import AgentStatus
@@ -24,6 +22,7 @@ from arena.engine.records import MatchRecord
 from arena.ladder.recorder import MatchRecorder, record_unrated
 from arena.ladder.registration import ladder_rating_env
 from arena.snapshots.cache import SnapshotCache
+from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
 from envs.errors import Conflict, InvalidParameter, UnknownAgent
 from envs.registry import get_spec
@@ -75,7 +74,7 @@ def _policies(snapshots: SnapshotCache, spec: EnvSpec, lineup: list[repo.AgentIn
     return policies
 
 
-def _record(sessions: sessionmaker[Session], spec: EnvSpec, records: list[MatchRecord],
+def _record(sessions: Sessions, spec: EnvSpec, records: list[MatchRecord],
             agent_ids: dict[str, int], rated: bool) -> None:
     if rated:
         with sessions() as session:
@@ -85,7 +84,7 @@ def _record(sessions: sessionmaker[Session], spec: EnvSpec, records: list[MatchR
         record_unrated(sessions, spec, records, agent_ids)
 
 
-def play_challenge(sessions: sessionmaker[Session], snapshots: SnapshotCache, user: str, env_id: str,
+def play_challenge(sessions: Sessions, snapshots: SnapshotCache, user: str, env_id: str,
                    agent_ids: list[int], matches: int, rated: bool) -> list[repo.StoredMatch]:
     """Play ``matches`` between ``agent_ids`` (one per team) now, record and return them.
 

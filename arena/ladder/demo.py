@@ -7,6 +7,10 @@ random-init MLPs per role, queued and validated like any submission.
 
 from __future__ import annotations
 
+import functools
+
+from sqlalchemy.orm import Session
+
 from agents.baselines import HEURISTICS
 from agents.catalog import make_policy
 from agents.checkpoint import serialize_weights
@@ -37,20 +41,22 @@ def seed_demo(services: Services, envs: tuple[str, ...], neural_per_env: int = 3
     Scripted agents go straight to placement; the small random-init MLPs (``neural_per_env``
     per role) are queued and validated like any submission.
     """
-    created = 0
-    for env_id in envs:
-        with services.sessions.begin() as session:
-            register_env(session, env_id)
-            if repo.list_agents(session, env_id):
-                continue
-            keys = [make_policy(n, env_id).agent_id for n in demo_builtins(env_id)]
-            created += len(register_builtin_agents(session, env_id, keys))
-            for role in dict.fromkeys(get_spec(env_id).roles):
-                for i in range(neural_per_env):
-                    name = f"demo-mlp-{i}" if get_spec(env_id).symmetric else f"demo-{role}-mlp-{i}"
-                    state, ck = random_init_checkpoint(env_id, "mlp", {"hidden": [64, 64]}, seed=i,
-                                                       role=role, name=name)
-                    register_snapshot_agent(session, services.pool, serialize_weights(state), ck,
-                                            pool_name=f"submissions.{env_id}", name=name)
-                    created += 1
-    return created
+    def seed(session: Session, env_id: str) -> int:
+        register_env(session, env_id)
+        if repo.list_agents(session, env_id):
+            return 0
+        keys = [make_policy(n, env_id).agent_id for n in demo_builtins(env_id)]
+        created = len(register_builtin_agents(session, env_id, keys))
+        for role in dict.fromkeys(get_spec(env_id).roles):
+            for i in range(neural_per_env):
+                name = f"demo-mlp-{i}" if get_spec(env_id).symmetric else f"demo-{role}-mlp-{i}"
+                state, ck = random_init_checkpoint(env_id, "mlp", {"hidden": [64, 64]}, seed=i,
+                                                   role=role, name=name)
+                register_snapshot_agent(session, services.pool, serialize_weights(state), ck,
+                                        pool_name=f"submissions.{env_id}", name=name)
+                created += 1
+        return created
+
+    return sum(services.sessions.write_transaction(functools.partial(seed, env_id=env_id),
+                                                   what=f"seeding demo agents on {env_id}")
+               for env_id in envs)

@@ -13,7 +13,6 @@ seeds, so nothing scheduled is lost and nothing is recorded twice.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import time
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from agents.policy import derive_seed
 from arena.agent_status import AgentStatus
@@ -32,6 +31,7 @@ from arena.ladder.recorder import MatchRecorder, load_book
 from arena.ladder.registration import register_builtin_agents, register_env
 from arena.metrics import set_in_flight
 from arena.runners import AgentSource, MatchBatch, MatchRunner
+from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
 from arena.storage.retry import retry_transient
 from envs.errors import UnknownAgent
@@ -88,11 +88,11 @@ class LadderProgress:
     terminations: dict[str, int] = field(default_factory=dict)
 
 
-def open_ladder(sessions: sessionmaker[Session], config: LadderConfig) -> Ladder:
+def open_ladder(sessions: Sessions, config: LadderConfig) -> Ladder:
     """The ladder of ``config.env_id`` with the TrueSkill constants stored with the env
     (the env is registered with the defaults if it is new)."""
-    with sessions.begin() as session:
-        rating_env = register_env(session, config.env_id)
+    rating_env = sessions.write_transaction(lambda session: register_env(session, config.env_id),
+                                            what=f"registering {config.env_id}", idempotent=True)
     return Ladder(sessions, config, rating_env)
 
 
@@ -118,7 +118,7 @@ class Ladder:
             (:func:`open_ladder` reads them), so a rebuild uses the same.
     """
 
-    def __init__(self, sessions: sessionmaker[Session], config: LadderConfig, rating_env: RatingEnv) -> None:
+    def __init__(self, sessions: Sessions, config: LadderConfig, rating_env: RatingEnv) -> None:
         self.sessions = sessions
         self.config = config
         self.spec = get_spec(config.env_id)
@@ -138,7 +138,7 @@ class Ladder:
         Raises:
             UnknownAgent: A neural source that is not a registered agent of the env.
         """
-        with self.sessions.begin() as session:
+        def register(session: Session) -> tuple[dict[str, int], RatingBook]:
             builtins = [s.key for s in sources if s.builtin is not None]
             ids = register_builtin_agents(session, self.spec.env_id, builtins) if builtins else {}
             neural = [s.key for s in sources if s.builtin is None]
@@ -147,10 +147,14 @@ class Ladder:
             if missing:
                 raise UnknownAgent(f"{', '.join(missing)} are not registered agents of {self.spec.env_id}; "
                                    "register neural agents with register_snapshot_agent first")
-            self.agent_ids.update(ids)
-            self.sources.update({s.key: s for s in sources})
+            all_ids = {**self.agent_ids, **ids}
+            return all_ids, load_book(session, self.env, all_ids)
+
+        self.agent_ids, self.book = self.sessions.write_transaction(
+            register, what=f"adding agents to the {self.spec.env_id} ladder", idempotent=True)
+        self.sources.update({s.key: s for s in sources})
+        with self.sessions() as session:
             self.plays = self._roles(session)
-            self.book = load_book(session, self.env, self.agent_ids)
 
     def sync_agents(self, sources: list[AgentSource]) -> None:
         """Make ``sources`` (agents already in the database) the ladder's exact roster."""
@@ -211,7 +215,7 @@ class Ladder:
             kept = {j.match_id for j in playable}
             gone = [j.match_id for j in queued if j.match_id not in kept]
             log.warning("dropping %d queued matches of agents that no longer exist", len(gone))
-            self._db(functools.partial(self._dequeue, gone), "dropping orphaned queue entries")
+            self._dequeue(gone)
         log.info("resuming %d queued %s matches with their original ids", len(playable), self.spec.env_id)
         for b, (_, group) in enumerate(itertools.groupby(playable, key=lambda j: j.batch_key)):
             jobs = [MatchJob(seed=j.seed, agents=j.agents, match_id=j.match_id) for j in group]
@@ -219,13 +223,16 @@ class Ladder:
             yield MatchBatch(self.spec.env_id, jobs, sources, batch_id=-1 - b)
 
     def _dequeue(self, ids: list[str]) -> None:
-        with self.sessions.begin() as session:
-            repo.dequeue_matches(session, ids)
+        self.sessions.write_transaction(lambda session: repo.dequeue_matches(session, ids),
+                                        what=f"{self.spec.env_id} ladder: dropping orphaned queue entries",
+                                        timeout_s=self.config.db_retry_s, idempotent=True)
 
     def _enqueue(self, batch_key: str, jobs: list[MatchJob]) -> None:
         queued = [repo.QueuedJob(j.match_id, batch_key, j.seed, j.agents) for j in jobs]
-        with self.sessions.begin() as session:
-            repo.enqueue_matches(session, self.spec.env_id, batch_key, queued)
+        self.sessions.write_transaction(lambda session: repo.enqueue_matches(session, self.spec.env_id, batch_key,
+                                                                             queued),
+                                        what=f"{self.spec.env_id} ladder: queueing batch {batch_key}",
+                                        timeout_s=self.config.db_retry_s, idempotent=True)
 
     def _batches(self, total: int, progress: LadderProgress) -> Iterator[MatchBatch]:
         rng = np.random.default_rng(self.config.seed)
@@ -237,7 +244,7 @@ class Ladder:
             jobs = [MatchJob(seed=s, agents=lineup, match_id=str(uuid.uuid4()))
                     for s, lineup in zip(seeds, self._lineups(n, rng))]
             batch_key = f"{run_id}:{b}"
-            self._db(functools.partial(self._enqueue, batch_key, jobs), f"queueing batch {batch_key}")
+            self._enqueue(batch_key, jobs)
             progress.scheduled += n
             yield MatchBatch(self.spec.env_id, jobs, self.sources, batch_id=b)
 
@@ -290,14 +297,18 @@ class Ladder:
                 log.info("%s ladder stopping; %d matches stay queued", self.spec.env_id, progress.in_flight)
                 break
         set_in_flight(self.spec.env_id, 0)
-        self._db(self._update_statuses, "updating agent statuses")
+        self._update_statuses()
         return progress
 
     def _update_statuses(self) -> None:
         """``rated`` once settled in every role it plays, else ``placement``."""
         roles = list(dict.fromkeys(self.spec.roles))
-        with self.sessions.begin() as session:
+
+        def update(session: Session) -> None:
             for key, agent_id in self.agent_ids.items():
                 played = [r for r in roles if self.plays.get(key) in (None, r)]
                 placed = all(self.book.rating((key, r)).sigma <= self.config.target_sigma for r in played)
                 repo.set_agent_status(session, agent_id, AgentStatus.RATED if placed else AgentStatus.PLACEMENT)
+
+        self.sessions.write_transaction(update, what=f"{self.spec.env_id} ladder: updating agent statuses",
+                                        timeout_s=self.config.db_retry_s, idempotent=True)

@@ -18,14 +18,14 @@ import logging
 import time
 from dataclasses import dataclass
 
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from arena.engine import MatchRecord
 from arena.engine.records import gc_paused
 from arena.ladder.registration import ladder_rating_env
 from arena.metrics import observe_batch
+from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
-from arena.storage.retry import retry_transient
 from envs.spec import EnvSpec
 from league.rating_book import MatchResult, RatingBook, Standing
 from league.ratings import Rating, RatingEnv
@@ -90,7 +90,7 @@ class MatchRecorder:
         league_id: League the matches belong to, if any.
     """
 
-    def __init__(self, sessions: sessionmaker[Session], spec: EnvSpec, env: RatingEnv,
+    def __init__(self, sessions: Sessions, spec: EnvSpec, env: RatingEnv,
                  league_id: int | None = None, db_retry_s: float = 120.0) -> None:
         self.sessions, self.spec, self.env, self.league_id = sessions, spec, env, league_id
         self.db_retry_s = db_retry_s
@@ -105,36 +105,44 @@ class MatchRecorder:
         Raises:
             ServiceUnavailable: The database stayed unreachable for ``db_retry_s``.
         """
-        return retry_transient(lambda: self._record(records, agent_ids), timeout_s=self.db_retry_s,
-                               what=f"recording {len(records)} {self.spec.env_id} matches")
-
-    def _record(self, records: list[MatchRecord], agent_ids: dict[str, int]) -> RecordOutcome:
-        spec = self.spec
         started = time.perf_counter()
-        with gc_paused(), self.sessions.begin() as session:
-            rows = [repo.match_row(r, league_id=self.league_id) for r in records]
-            new = repo.insert_matches(session, rows)
-            repo.dequeue_matches(session, [r.match_id for r in records])
-            fresh = sorted((new[r.match_id], r) for r in records if r.match_id in new)
-            involved = {a: agent_ids[a] for _, r in fresh for a in r.seats}
-            book = load_book(session, self.env, involved)
-            rating_started = time.perf_counter()
-            events, participants, touched = [], [], set()
-            rated = book.apply_batch([MatchResult([rec.seats[team[0]] for team in spec.teams], spec.roles,
-                                                  rec.winner, seq) for seq, rec in fresh])
-            for (seq, rec), changes in zip(fresh, rated, strict=True):
-                for ch in changes:
-                    touched.add((ch.agent, ch.role))
-                    events.append({
-                        "match_seq": seq, "agent_id": involved[ch.agent], "role": ch.role,
-                        "mu_before": ch.before.mu, "sigma_before": ch.before.sigma,
-                        "mu_after": ch.after.mu, "sigma_after": ch.after.sigma,
-                    })
-                participants.extend(participant_rows(spec, rec, seq, involved))
-            rating_seconds = time.perf_counter() - rating_started
-            repo.insert_participants(session, participants)
-            repo.insert_rating_events(session, events)
-            repo.upsert_ratings(session, book_rows(book, spec, involved, sorted(touched)))
+        with gc_paused():
+            fresh, book, rating_seconds = self.sessions.write_transaction(
+                lambda session: self._record(session, records, agent_ids), timeout_s=self.db_retry_s,
+                what=f"recording {len(records)} {self.spec.env_id} matches", idempotent=True)
+        return self._report(records, agent_ids, fresh, book, started, rating_seconds)
+
+    def _record(self, session: Session, records: list[MatchRecord],
+                agent_ids: dict[str, int]) -> tuple[list[tuple[int, MatchRecord]], RatingBook, float]:
+        spec = self.spec
+        rows = [repo.match_row(r, league_id=self.league_id) for r in records]
+        new = repo.insert_matches(session, rows)
+        repo.dequeue_matches(session, [r.match_id for r in records])
+        fresh = sorted((new[r.match_id], r) for r in records if r.match_id in new)
+        involved = {a: agent_ids[a] for _, r in fresh for a in r.seats}
+        book = load_book(session, self.env, involved)
+        rating_started = time.perf_counter()
+        events, participants, touched = [], [], set()
+        rated = book.apply_batch([MatchResult([rec.seats[team[0]] for team in spec.teams], spec.roles,
+                                              rec.winner, seq) for seq, rec in fresh])
+        for (seq, rec), changes in zip(fresh, rated, strict=True):
+            for ch in changes:
+                touched.add((ch.agent, ch.role))
+                events.append({
+                    "match_seq": seq, "agent_id": involved[ch.agent], "role": ch.role,
+                    "mu_before": ch.before.mu, "sigma_before": ch.before.sigma,
+                    "mu_after": ch.after.mu, "sigma_after": ch.after.sigma,
+                })
+            participants.extend(participant_rows(spec, rec, seq, involved))
+        rating_seconds = time.perf_counter() - rating_started
+        repo.insert_participants(session, participants)
+        repo.insert_rating_events(session, events)
+        repo.upsert_ratings(session, book_rows(book, spec, involved, sorted(touched)))
+        return fresh, book, rating_seconds
+
+    def _report(self, records: list[MatchRecord], agent_ids: dict[str, int], fresh: list[tuple[int, MatchRecord]],
+                book: RatingBook, started: float, rating_seconds: float) -> RecordOutcome:
+        spec = self.spec
         observe_batch([rec for _, rec in fresh], commit_seconds=time.perf_counter() - started,
                       rating_seconds=rating_seconds)
         duplicates = len(records) - len(fresh)
@@ -153,7 +161,7 @@ class MatchRecorder:
         return RecordOutcome(inserted=len(fresh), duplicates=duplicates, book=book)
 
 
-def record_unrated(sessions: sessionmaker[Session], spec: EnvSpec, records: list[MatchRecord],
+def record_unrated(sessions: Sessions, spec: EnvSpec, records: list[MatchRecord],
                    agent_ids: dict[str, int]) -> int:
     """Store matches that move no rating (validation episodes, unrated challenges).
 
@@ -163,11 +171,14 @@ def record_unrated(sessions: sessionmaker[Session], spec: EnvSpec, records: list
     Returns:
         How many of ``records`` were new.
     """
-    with sessions.begin() as session:
+    def store(session: Session) -> int:
         new = repo.insert_matches(session, [repo.match_row(r, rated=False) for r in records])
         repo.insert_participants(session, [row for r in records if r.match_id in new
                                            for row in participant_rows(spec, r, new[r.match_id], agent_ids)])
-    return len(new)
+        return len(new)
+
+    return sessions.write_transaction(store, what=f"storing {len(records)} unrated {spec.env_id} matches",
+                                      idempotent=True)
 
 
 @dataclass
@@ -183,14 +194,14 @@ class RebuildReport:
         return not self.mismatches
 
 
-def rebuild_ratings(sessions: sessionmaker[Session], spec: EnvSpec, *, write: bool = False) -> RebuildReport:
+def rebuild_ratings(sessions: Sessions, spec: EnvSpec, *, write: bool = False) -> RebuildReport:
     """Recompute every rating of ``spec.env_id`` from the match log in sequence order.
 
     Uses the TrueSkill constants stored with the env (the ones its ladder rated with)
     and compares the result with the live ratings field by field (exact float
     equality); with ``write=True`` the live table is replaced by the rebuilt one.
     """
-    with sessions.begin() as session:
+    def rebuild(session: Session) -> tuple[int, RatingBook, list[str]]:
         env = ladder_rating_env(session, spec.env_id)
         agents = {a.key: a.id for a in repo.list_agents(session, spec.env_id)}
         book = RatingBook(env)
@@ -204,11 +215,17 @@ def rebuild_ratings(sessions: sessionmaker[Session], spec: EnvSpec, *, write: bo
                     pending = []
             count += 1
         book.apply_batch(pending)
-        live = load_book(session, env, agents)
-        mismatches = _diff(book, live)
+        mismatches = _diff(book, load_book(session, env, agents))
         if write:
             repo.clear_ratings(session, spec.env_id)
             repo.upsert_ratings(session, book_rows(book, spec, agents))
+        return count, book, mismatches
+
+    if write:
+        count, book, mismatches = sessions.write_transaction(rebuild, what=f"rebuilding {spec.env_id} ratings")
+    else:
+        with sessions() as session:  # a read: one snapshot, concurrent with the ladder's writes
+            count, book, mismatches = rebuild(session)
     return RebuildReport(matches=count, standings=len(book.standings), mismatches=mismatches)
 
 

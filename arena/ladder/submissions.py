@@ -18,6 +18,8 @@ import logging
 import re
 from dataclasses import dataclass
 
+from sqlalchemy.orm import Session
+
 from agents.checkpoint import CheckpointSpec, load_checkpoint_bytes, validate_spec
 from agents.checkpoint_spec import MAX_SPEC_BYTES, ONNX_ARCH
 from arena.ladder.registration import QUEUED_REASON, ladder_envs, register_snapshot_agent, snapshot_agent_key
@@ -120,10 +122,7 @@ def submit_agent(services: Services, owner_id: int | None, owner_name: str, sub:
         )
     key = snapshot_agent_key(spec.arch, sha, env.env_id, spec.role)
     name = sub.name or spec.name or key
-    with services.sessions.begin() as session:
-        # SQLite: take the write lock up front. This transaction reads, then writes; a
-        # deferred one fails at once (SQLITE_BUSY) when the ladder commits in between.
-        session.connection(execution_options={"sqlite_begin": "IMMEDIATE"})
+    def store(session: Session) -> int:
         existing = repo.get_agent_by_weights(session, env.env_id, sha, spec.role)
         if existing is not None:
             role = f" as {spec.role}" if len(set(env.roles)) > 1 else ""
@@ -132,11 +131,14 @@ def submit_agent(services: Services, owner_id: int | None, owner_name: str, sub:
                 f"({existing.name!r}, status {existing.status})",
                 existing_id=existing.id,
             )
-        agent = register_snapshot_agent(session, services.pool, sub.weights, spec,
-                                        pool_name=f"submissions.{env.env_id}", name=name,
-                                        owner_id=owner_id, reason=_queued_reason(env.env_id, served))
-    log.info("agent %s (%s) submitted for %s by %s", agent.id, key, env.env_id, owner_name)
-    return agent.id
+        # Storing the same weights twice in the pool (on a retry) is harmless: content-addressed.
+        return register_snapshot_agent(session, services.pool, sub.weights, spec,
+                                       pool_name=f"submissions.{env.env_id}", name=name,
+                                       owner_id=owner_id, reason=_queued_reason(env.env_id, served)).id
+
+    agent_id = services.sessions.write_transaction(store, what=f"storing a submission for {env.env_id}")
+    log.info("agent %s (%s) submitted for %s by %s", agent_id, key, env.env_id, owner_name)
+    return agent_id
 
 
 def _queued_reason(env_id: str, served: tuple[str, ...]) -> str:

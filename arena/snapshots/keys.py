@@ -7,9 +7,16 @@ Layout (``prefix`` is ``"arena"`` in the service; tests use a unique prefix each
     {prefix}:snapmeta:{sha256}   HASH    spec (JSON), meta (JSON), created (unix seconds)
     {prefix}:pool:{pool}         ZSET    member: sha256; score: microseconds since the
                                          epoch, strictly increasing within the pool
+    {prefix}:limit:{name}:{subject}:{window}
+                                 STRING  requests counted against a rate limit in one
+                                         fixed window (expires after it)
+    {prefix}:busy:{name}:{subject}
+                                 STRING  requests of a subject in flight now
 
 A pool is a league or an env id (``connect_four-v3``, ``league:7``). Keys hold no
-state that cannot be rebuilt from the durable snapshot store.
+state that cannot be rebuilt from the durable snapshot store (the limit counters
+are allowed to be lost: losing them only forgives some requests).
+A limit's subject is a user id, a client address or ``{user id}:{env id}``.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ DEFAULT_PREFIX = "arena"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _POOL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+_LIMIT_PART = re.compile(r"^[A-Za-z0-9_.:+-]{1,160}$")
 
 
 def check_sha256(sha256: str) -> str:
@@ -79,6 +87,20 @@ class RedisKeys:
         """ZSET key of a pool's members, scored by creation time in microseconds."""
         return f"{self.prefix}:pool:{check_pool_name(pool)}"
 
+    def limit(self, name: str, subject: str, window: int) -> str:
+        """STRING key counting ``subject``'s requests against limit ``name`` in ``window``."""
+        return f"{self.prefix}:limit:{_limit_part(name)}:{_limit_part(subject)}:{int(window)}"
+
+    def busy(self, name: str, subject: str) -> str:
+        """STRING key counting ``subject``'s requests of kind ``name`` in flight."""
+        return f"{self.prefix}:busy:{_limit_part(name)}:{_limit_part(subject)}"
+
     def pattern(self) -> str:
         """``SCAN MATCH`` pattern of every key in this namespace (prefix is glob-safe)."""
         return f"{self.prefix}:*"
+
+
+def _limit_part(text: str) -> str:
+    if not isinstance(text, str) or not _LIMIT_PART.match(text):
+        raise ValueError(f"a limit name or subject must be 1-160 characters of A-Z a-z 0-9 _ . : + -, got {text!r}")
+    return text

@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
-from sqlalchemy.orm import Session, sessionmaker
 
 from arena.settings import Settings, get_settings, resolved_database_url
 from arena.snapshots.cache import SnapshotCache
 from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.pool import RedisSnapshotPool
-from arena.storage.db import make_engine, session_factory, upgrade
+from arena.storage.db import Sessions, make_engine, session_factory, upgrade
 from arena.storage.redis_server import EmbeddedRedis, connect_redis, redact_url, redis_client
 from arena.storage.retry import retry_transient
 
@@ -33,7 +32,7 @@ class Services:
     """Handles on the running services."""
 
     settings: Settings
-    sessions: sessionmaker[Session]
+    sessions: Sessions
     redis: redis.Redis
     redis_url: str
     pool: RedisSnapshotPool
@@ -60,7 +59,7 @@ class SnapshotCacheFactory:
         return SnapshotCache(pool, capacity=self.capacity, device=device, max_bytes=self.max_bytes)
 
 
-def open_database(settings: Settings, timeout_s: float = 30.0) -> sessionmaker[Session]:
+def open_database(settings: Settings, timeout_s: float = 30.0) -> Sessions:
     """Wait for the database (bounded), migrate it to the latest schema, return sessions.
 
     Raises:

@@ -20,10 +20,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from arena.engine.records import MatchRecord
 from arena.read.grid_frames import is_grid_env, match_phases
+from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
 from arena.training.state import LeagueState
 from envs.registry import get_spec
@@ -58,7 +57,7 @@ def add_recorded_matches(state: LeagueState, records: Iterable[MatchRecord]) -> 
     return counted
 
 
-def scan_recorded_matches(sessions: sessionmaker[Session], state: LeagueState) -> int:
+def scan_recorded_matches(sessions: Sessions, state: LeagueState) -> int:
     """Add the league's matches recorded since the last scan (``state.phases_seq``)."""
     if not is_grid_env(state.env_id):  # no phase detectors: nothing to re-play
         return 0
@@ -94,7 +93,7 @@ def timeline_rows(timeline: PhaseTimeline) -> list[dict]:
             for rec in timeline.rows()]
 
 
-def publish_timeline(sessions: sessionmaker[Session], league_id: int | None, timeline: PhaseTimeline) -> int:
+def publish_timeline(sessions: Sessions, league_id: int | None, timeline: PhaseTimeline) -> int:
     """Write a league's timeline to the database (``league_generations``), where its web page reads it.
 
     Any trainer with a :class:`~league.phases.PhaseTimeline` and the id of its ``leagues``
@@ -102,11 +101,12 @@ def publish_timeline(sessions: sessionmaker[Session], league_id: int | None, tim
     """
     if league_id is None:
         return 0
-    with sessions.begin() as session:
-        return repo.replace_generations(session, league_id, timeline_rows(timeline))
+    rows = timeline_rows(timeline)
+    return sessions.write_transaction(lambda session: repo.replace_generations(session, league_id, rows),
+                                      what=f"publishing league {league_id}'s strategy timeline", idempotent=True)
 
 
-def refresh_timeline(sessions: sessionmaker[Session], state: LeagueState) -> int:
+def refresh_timeline(sessions: Sessions, state: LeagueState) -> int:
     """Ratings and newly recorded matches into the timeline, then the timeline to the database.
 
     Returns:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
+from sqlalchemy.orm import Session
 
 from agents.catalog import make_policy
 from agents.checkpoint import make_spec, serialize_weights
@@ -109,12 +110,14 @@ class LeagueTrainer:
         return [(r if roles.count(r) == 1 else f"{r}{roles[:i].count(r)}", r) for i, r in enumerate(roles)]
 
     def _create(self) -> LeagueState:
-        with self.services.sessions.begin() as session:
+        def create(session: Session) -> int:
             rating_env = register_env(session, self.cfg.env_id)
             found = repo.get_league_by_name(session, self.pool_name)
-            league_id = found.id if found else repo.create_league(
+            return found.id if found else repo.create_league(
                 session, self.pool_name, self.cfg.env_id,
                 {"roles": list(self.cfg.roles), "rating": rating_env.to_json()})
+
+        league_id = self.services.sessions.write_transaction(create, what=f"creating league {self.pool_name}")
         learners = [LearnerState(name, role, seed=self.cfg.seed + 1000 * i, table=WinRateTable(self.cfg.decay))
                     for i, (name, role) in enumerate(self._learner_names())]
         state = LeagueState(self.cfg.name, self.cfg.env_id, self.spec.to_json(), learners,
@@ -247,10 +250,11 @@ class LeagueTrainer:
         parent = next((s.sha256 for s in reversed(self.state.snapshots) if s.learner == learner.name), None)
         meta = {"league": self.cfg.name, "role": role, "learner": learner.name, "generation": learner.generation,
                 "updates": learner.updates, "env_steps": learner.env_steps, "reason": reason, "name": name}
-        with self.services.sessions.begin() as session:
-            agent = register_snapshot_agent(session, self.services.pool, weights, self.spec,
-                                            pool_name=self.pool_name, name=name, league_id=self.state.league_id,
-                                            parent_sha256=parent, meta=meta)
+        agent = self.services.sessions.write_transaction(
+            lambda session: register_snapshot_agent(session, self.services.pool, weights, self.spec,
+                                                    pool_name=self.pool_name, name=name,
+                                                    league_id=self.state.league_id, parent_sha256=parent, meta=meta),
+            what=f"registering snapshot {name}")
         sha, key = agent.sha256, agent.key
         entry = SnapshotEntry(sha, key, name, role, learner.name, learner.generation, learner.updates,
                               learner.env_steps, reason)

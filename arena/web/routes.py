@@ -23,7 +23,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from arena.api.errors import error_responses
 from arena.api.routes import API_PREFIX
@@ -40,6 +40,7 @@ from arena.read.pages import (
     recent_matches,
     waiting_data,
 )
+from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
 from arena.web.filters import FILTERS
 from envs.errors import UnknownEnv
@@ -65,7 +66,7 @@ def _api_state(request: Request) -> ApiState | None:
     return getattr(request.app.state, "api", None)
 
 
-def app_sessions(request: Request) -> sessionmaker[Session]:
+def app_sessions(request: Request) -> Sessions:
     """The session factory of the app serving ``request``.
 
     Looked up, in order, in ``app.state.api.services`` (the API app's state),
@@ -86,7 +87,7 @@ def app_sessions(request: Request) -> sessionmaker[Session]:
 
 
 def db_session(
-    sessions: Annotated[sessionmaker[Session], Depends(app_sessions)],
+    sessions: Annotated[Sessions, Depends(app_sessions)],
 ) -> Iterator[Session]:
     """A read-only session for one request."""
     with sessions() as session:

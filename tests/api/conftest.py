@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from arena.api import create_app
 from arena.settings import Settings
 from arena.storage.wiring import Services, open_services
+from tests.api.helpers import RAISED_LIMITS
 
 UPLOAD_LIMIT = 4096
 ADMIN_TOKEN = "admin-test-token"
@@ -25,15 +26,16 @@ def settings_overrides() -> dict[str, Any]:
 @pytest.fixture
 def services(tmp_path, migrated_db_url: str, redis_url: str,
              settings_overrides: dict[str, Any]) -> Iterator[Services]:
-    """Services on a fresh database and Redis db, with a 4 KiB upload limit by default."""
+    """Services on a fresh database and Redis db, with a 4 KiB upload limit by default and
+    the abuse limits raised (the tests act for many users from one address)."""
     settings = Settings(**{
         "page_cache_s": 0.0, "data_dir": tmp_path / "arena", "database_url": migrated_db_url,
         "redis_url": redis_url, "max_upload_bytes": UPLOAD_LIMIT, "admin_token": ADMIN_TOKEN,
-        **settings_overrides,
+        **RAISED_LIMITS, **settings_overrides,
     })
     with open_services(settings) as opened:
         yield opened
-        opened.sessions.kw["bind"].dispose()
+        opened.sessions.dispose()
 
 
 @pytest.fixture

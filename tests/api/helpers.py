@@ -16,6 +16,12 @@ from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
 
 ENV = "tictactoe-v3"
+RAISED_LIMITS = {
+    "submissions_per_day": 1000, "signups_per_hour": 10_000, "writes_per_minute": 10_000,
+    "client_writes_per_minute": 100_000, "challenge_matches_per_hour": 1_000_000, "challenges_in_flight": 100,
+}
+"""Abuse limits for tests that sign up and submit far more than a person would from one
+address in a minute (tests/api/test_limits.py tests the defaults)."""
 TINY = {"hidden": [8]}  # ~1 KB of weights: fits the tests' 4 KiB upload limit
 API = "/api/v1"
 
@@ -65,11 +71,14 @@ def seed_ladder(services: Services, keys: list[str], matches: int, env: str = EN
 
 
 def stored_state(services: Services) -> dict[str, Any]:
-    """Everything a submission could leave behind: rows, Redis keys, snapshot files."""
+    """Everything a submission could leave behind: rows, Redis keys, snapshot files (the
+    abuse-limit counters are not stored data: every request counts, refused or not)."""
     with services.sessions() as session:
         _, agents = repo.page_agents(session, limit=1)
         snapshots = len(repo.list_snapshots(session))
     root = Path(services.settings.snapshot_dir)
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
-    return {"agents": agents, "snapshots": snapshots, "redis_keys": services.redis.dbsize(),
-            "files": files}
+    prefix = services.pool.keys.prefix
+    limits = (f"{prefix}:limit:", f"{prefix}:busy:")
+    redis_keys = sum(1 for key in services.redis.scan_iter() if not key.decode().startswith(limits))
+    return {"agents": agents, "snapshots": snapshots, "redis_keys": redis_keys, "files": files}

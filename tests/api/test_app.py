@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -65,3 +66,20 @@ def test_metrics_endpoint_counts_recorded_matches(migrated_db_url, redis_url, tm
         ladder.add_agents([AgentSource(key=k, builtin=k) for k in ("heuristic", "random")])
         ladder.run(InProcessRunner(), 150)
         assert played() - before == 150
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_docs_pages_load_their_assets_from_the_package(client):
+    """/docs and /redoc reference only local assets, and the package serves them (the
+    browser test, tests/web/test_browser.py, renders both with the network blocked)."""
+    for page, assets in (("/docs", 2), ("/redoc", 1)):
+        html = client.get(page)
+        assert html.status_code == 200
+        urls = re.findall(r'(?:src|href)="([^"]+)"', html.text)
+        assert urls and all(u.startswith("/") for u in urls), urls
+        vendored = [u for u in urls if u.startswith("/static/vendor/")]
+        assert len(vendored) == assets, urls
+        for url in urls:
+            served = client.get(url)
+            assert served.status_code == 200 and len(served.content) > 100, url
+    assert client.get("/docs/oauth2-redirect").status_code == 404  # FastAPI's own pages are off

@@ -16,6 +16,7 @@ import pytest
 
 from arena.settings import Settings
 from arena.storage.wiring import Services, open_services
+from tests.api.helpers import RAISED_LIMITS
 from tests.client.live import LiveServer
 
 
@@ -34,7 +35,8 @@ def arena(tmp_path: Path, migrated_db_url: str, redis_url: str) -> Iterator[Aren
     from arena.api.app import create_app
 
     data_dir = tmp_path / "server"
-    settings = Settings(page_cache_s=0.0, data_dir=data_dir, database_url=migrated_db_url, redis_url=redis_url)
+    settings = Settings(page_cache_s=0.0, data_dir=data_dir, database_url=migrated_db_url, redis_url=redis_url,
+                        **RAISED_LIMITS)
     with open_services(settings) as services:
         server = LiveServer(create_app(services))
         try:

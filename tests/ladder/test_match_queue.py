@@ -102,11 +102,11 @@ def test_recording_rides_out_a_database_outage(migrated_db_url):
     real = ladder.recorder._record
     failures = {"left": 3}
 
-    def flaky(records, agent_ids):
+    def flaky(session, records, agent_ids):
         if failures["left"]:
             failures["left"] -= 1
             raise sa_exc.OperationalError("INSERT", {}, ConnectionRefusedError("connection refused"))
-        return real(records, agent_ids)
+        return real(session, records, agent_ids)
 
     ladder.recorder._record = flaky
     progress = ladder.run(InProcessRunner(), 400)

@@ -26,7 +26,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeededArena]:
     path = tmp_path_factory.mktemp("web") / "arena.sqlite3"
     arena = seed_arena(f"sqlite:///{path}")
     yield arena
-    arena.sessions.kw["bind"].dispose()
+    arena.sessions.dispose()
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def services(seeded: SeededArena, embedded_redis: EmbeddedRedis,
     settings = Settings(page_cache_s=0.0, data_dir=data_dir, database_url=seeded.url, redis_url=redis_url)
     with open_services(settings) as opened:
         yield opened
-        opened.sessions.kw["bind"].dispose()
+        opened.sessions.dispose()
 
 
 @pytest.fixture(scope="module")

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from agents.catalog import make_policy
 from arena.engine import MatchEngine, MatchJob
 from arena.ladder.dispatch import Ladder, LadderConfig, open_ladder
 from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import register_builtin_agents
 from arena.runners import AgentSource, InProcessRunner
-from arena.storage.db import make_engine, session_factory, upgrade
+from arena.storage.db import Sessions, make_engine, session_factory, upgrade
 from arena.storage.db import repositories as repo
 from arena.training.phases import timeline_rows
 from envs.registry import get_spec
@@ -40,7 +38,7 @@ class SeededArena:
     """Handles on the seeded database."""
 
     url: str
-    sessions: sessionmaker[Session]
+    sessions: Sessions
     ladders: dict[str, Ladder] = field(default_factory=dict)
     tag_match_id: str = ""
 
@@ -69,7 +67,7 @@ def seed_arena(url: str, c4_matches: int = 300, ttt_matches: int = 60) -> Seeded
     return arena
 
 
-def record_unrated_tag_match(sessions: sessionmaker[Session], seed: int = 5) -> str:
+def record_unrated_tag_match(sessions: Sessions, seed: int = 5) -> str:
     """Play one simple_tag match (random predators vs random prey) and store it unrated."""
     spec = get_spec(TAG)
     engine = MatchEngine()
@@ -89,7 +87,7 @@ class HideAndSeekArena:
     """A database with recorded hide-and-seek matches and a league timeline over them."""
 
     url: str
-    sessions: sessionmaker[Session]
+    sessions: Sessions
     match_ids: list[str]
     league_id: int
     timeline: PhaseTimeline

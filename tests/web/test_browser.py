@@ -185,3 +185,39 @@ def test_simple_tag_replay_moves_the_particles(page: object, server: str, seeded
     assert (prey.get_attribute("cx"), prey.get_attribute("cy")) != start
     assert page.locator("#world polyline.trail").count() == 4  # predators and prey leave trails
     assert page.locator("#world circle.entity").count() == 6
+
+
+def _offline(page: object) -> list[str]:
+    """Abort every request that leaves the machine; returns the list of the ones tried."""
+    tried: list[str] = []
+
+    def route(r: object) -> None:
+        host = r.request.url.split("/")[2].rsplit(":", 1)[0]
+        if host in ("127.0.0.1", "localhost"):
+            r.continue_()
+        else:
+            tried.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    return tried
+
+
+def test_api_docs_work_offline(page: object, server: str) -> None:
+    """Swagger UI and ReDoc come from the package: with the network blocked /docs lists the
+    endpoints and /redoc renders them. The only remote URL either page asks for is ReDoc's
+    own small "by Redocly" logo, which hides itself when it cannot load."""
+    tried = _offline(page)
+    page.goto(f"{server}/docs")
+    page.locator(".opblock").first.wait_for()
+    paths = page.locator(".opblock-summary-path").all_inner_texts()
+    for path in ("/api/v1/users", "/api/v1/agents", "/api/v1/leaderboard", "/api/v1/challenges"):
+        assert any(p.replace("\u200b", "") == path for p in paths), (path, paths)
+    page.locator(".opblock-summary-path", has_text="/api/v1/leaderboard").first.click()
+    page.locator(".opblock-body .parameters").first.wait_for()  # expanding an operation works too
+
+    page.goto(f"{server}/redoc")
+    page.locator("h1", has_text="Arena").first.wait_for()
+    assert page.locator("[data-section-id^='tag/']").count() >= 4
+    assert page.locator("h2", has_text="Create User").count() == 1  # an operation, rendered
+    assert set(tried) <= {"https://cdn.redoc.ly/redoc/logo-mini.svg"}, tried

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from arena.agent_status import AgentStatus
-from arena.api.deps import ServicesDep, SessionDep, UserDep
+from arena.api.deps import ServicesDep, SessionDep, StateDep, WriterDep
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, AgentPublic, AgentsPublic, HistoryPublic
 from arena.api.upload import read_form
@@ -17,7 +17,7 @@ from arena.ladder.submissions import FIELD_HELP, form_limits, parse_submission, 
 from arena.read.summaries import agents_public
 from arena.storage.db import repositories as repo
 from envs.errors import Forbidden, InvalidParameter, UnknownAgent
-from envs.registry import get_spec
+from envs.registry import get_spec, list_envs
 
 router = APIRouter(tags=["agents"])
 AgentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")]
@@ -50,20 +50,29 @@ def _agent(session: Session, agent_id: int) -> repo.AgentInfo:
 
 @router.post(
     "/agents", status_code=201, response_model=AgentPublic,
-    responses=error_responses(401, 409, 413, 422), openapi_extra={"requestBody": _UPLOAD_SCHEMA},
+    responses=error_responses(401, 409, 413, 422, 429), openapi_extra={"requestBody": _UPLOAD_SCHEMA},
     description=f"Submit a neural agent as multipart/form-data ({FIELD_HELP}). The spec's "
     "`arch` says what `weights` is: safetensors weights of a registry architecture (`mlp`, "
     "`cnn`), or an ONNX model for `\"arch\": \"onnx\"` (one float32 input `[batch, "
     "*obs_shape]` with a dynamic batch axis, one float32 output `[batch, num_actions]`, "
     "standard operators of opset 13-21, no external data). It is validated in full (an ONNX "
     "model also runs on probe batches of real observations) before anything is stored and "
-    "starts out `queued`.",
+    "starts out `queued`. Each user may submit ARENA_SUBMISSIONS_PER_DAY agents per env per UTC "
+    "day (429 with Retry-After beyond that).",
 )
-async def create_agent(request: Request, user: UserDep, services: ServicesDep) -> AgentPublic:
-    """Submit a checkpoint; a rejected upload stores nothing."""
+async def create_agent(request: Request, user: WriterDep, state: StateDep) -> AgentPublic:
+    """Submit a checkpoint; a rejected upload stores nothing (and uses none of the quota)."""
+    services = state.services
     fields = await read_form(request, form_limits(services.settings.max_upload_bytes))
     submission = parse_submission(fields)
-    agent_id = await run_in_threadpool(submit_agent, services, user.user_id, user.name, submission)
+
+    def submit() -> int:
+        if user.user_id is None or submission.env not in {e.env_id for e in list_envs()}:
+            return submit_agent(services, user.user_id, user.name, submission)
+        with state.limits.submission(user.user_id, submission.env):
+            return submit_agent(services, user.user_id, user.name, submission)
+
+    agent_id = await run_in_threadpool(submit)
 
     def load() -> AgentPublic:
         with services.sessions() as session:
@@ -103,15 +112,17 @@ def get_agent(agent_id: AgentIdPath, session: SessionDep) -> AgentPublic:
 
 
 @router.delete("/agents/{agent_id}", response_model=AgentPublic,
-               responses=error_responses(401, 403, 404, 422))
-def retire_agent(agent_id: AgentIdPath, user: UserDep, services: ServicesDep) -> AgentPublic:
+               responses=error_responses(401, 403, 404, 422, 429))
+def retire_agent(agent_id: AgentIdPath, user: WriterDep, services: ServicesDep) -> AgentPublic:
     """Retire an agent (owner or admin): it leaves the ladder; its matches stay."""
-    with services.sessions.begin() as session:
+    def retire(session: Session) -> None:
         agent = _agent(session, agent_id)
         if not user.is_admin and (agent.owner_id is None or agent.owner_id != user.user_id):
             raise Forbidden(f"agent {agent_id} is not yours; only its owner can retire it")
         if agent.status != AgentStatus.RETIRED:
             repo.set_agent_status(session, agent_id, AgentStatus.RETIRED, f"retired by {user.name}")
+
+    services.sessions.write_transaction(retire, what=f"retiring agent {agent_id}")
     with services.sessions() as session:
         return AgentPublic(**agents_public(session, [_agent(session, agent_id)])[0])
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import secrets
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
-from arena.api.deps import ServicesDep, UserDep
+from arena.api.deps import ServicesDep, StateDep, UserDep, client_address
 from arena.api.errors import error_responses
 from arena.api.schemas import UserCreate, UserCreated, UserPublic
 from arena.storage.db import repositories as repo
@@ -17,20 +18,26 @@ router = APIRouter(tags=["users"])
 
 
 @router.post("/users", status_code=201, response_model=UserCreated,
-             responses=error_responses(400, 409, 422))
-def create_user(body: UserCreate, services: ServicesDep) -> UserCreated:
+             responses=error_responses(400, 409, 422, 429))
+def create_user(body: UserCreate, request: Request, state: StateDep) -> UserCreated:
     """Create a user and its API token (shown only in this response; stored hashed)."""
+    services = state.services
+    state.limits.sign_up(client_address(request))
     token = f"arena_{secrets.token_urlsafe(32)}"
     taken = Conflict(f"the name {body.name!r} is taken; choose another")
+
+    def create(session: Session) -> int:
+        existing = repo.get_user_by_name(session, body.name)
+        if existing is not None:
+            taken.existing_id = existing.id
+            raise taken
+        user_id = repo.create_user(session, body.name)
+        repo.add_api_token(session, user_id, token)
+        return user_id
+
     try:
-        with services.sessions.begin() as session:
-            existing = repo.get_user_by_name(session, body.name)
-            if existing is not None:
-                taken.existing_id = existing.id
-                raise taken
-            user_id = repo.create_user(session, body.name)
-            repo.add_api_token(session, user_id, token)
-    except IntegrityError:  # created concurrently between our check and insert
+        user_id = services.sessions.write_transaction(create, what=f"creating user {body.name!r}")
+    except IntegrityError:  # created concurrently between our check and insert (PostgreSQL)
         raise taken from None
     return UserCreated(id=user_id, name=body.name, token=token)
 

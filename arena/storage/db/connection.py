@@ -9,21 +9,36 @@ SELECTs run outside it and SAVEPOINTs break. Following SQLAlchemy's documented r
 we switch the driver to autocommit and emit ``BEGIN`` ourselves, which gives SQLite
 the same transaction semantics as PostgreSQL (including transactional DDL, so a
 failed migration rolls back).
+
+:class:`Sessions` is the one way to the database: ``sessions()`` is a session for reads
+(concurrent: WAL readers never wait), ``sessions.write_transaction(work)`` runs
+``work(session)`` as one write transaction that cannot fail because someone else is
+writing. On SQLite it begins ``IMMEDIATE`` (the write lock is taken up front, waiting
+up to the busy timeout, so a transaction that reads and then writes is never refused
+half-way when another writer commits in between: that refusal, SQLITE_BUSY_SNAPSHOT,
+skips the busy handler); on PostgreSQL serialization failures and deadlocks are
+retried. Both go through the one retry policy (:mod:`arena.storage.retry`).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from arena.storage.retry import retry
+from arena.storage.retry import retry, retry_transient
+
+T = TypeVar("T")
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+WRITE_RETRY_S = 60.0
+"""How long a write transaction is retried while other writers hold the database."""
 SQLITE_MIN_VERSION = (3, 35)  # RETURNING
 SQLITE_BEGIN_MODES = ("DEFERRED", "IMMEDIATE", "EXCLUSIVE")
 
@@ -116,10 +131,69 @@ def _enable_wal(cursor: sqlite3.Cursor) -> None:
           timeout_s=SQLITE_BUSY_TIMEOUT_MS / 1000, give_up=give_up, what="switching SQLite to WAL")
 
 
-def session_factory(engine: Engine) -> sessionmaker[Session]:
-    """A session factory bound to ``engine``.
+class Sessions:
+    """Sessions on one database: reads concurrent, writes whole and retried.
+
+    Args:
+        engine: The engine (:func:`make_engine`); :meth:`dispose` closes it.
+        write_retry_s: How long :meth:`write_transaction` retries write conflicts.
 
     ``expire_on_commit=False``: repositories hand out plain values, and callers often
     read them after committing.
     """
-    return sessionmaker(bind=engine, expire_on_commit=False)
+
+    def __init__(self, engine: Engine, *, write_retry_s: float = WRITE_RETRY_S) -> None:
+        self.engine = engine
+        self.write_retry_s = write_retry_s
+        self.is_sqlite = engine.dialect.name == "sqlite"
+        writer = engine.execution_options(sqlite_begin="IMMEDIATE") if self.is_sqlite else engine
+        self._read = sessionmaker(bind=engine, expire_on_commit=False)
+        self._write = sessionmaker(bind=writer, expire_on_commit=False)
+
+    def __call__(self) -> Session:
+        """A session for reads (``with sessions() as session: ...``); it does not commit."""
+        return self._read()
+
+    @contextmanager
+    def begin(self) -> Iterator[Session]:
+        """One write transaction, committed on success, not retried.
+
+        For tools and tests; service code uses :meth:`write_transaction`.
+        """
+        with self._write.begin() as session:
+            yield session
+
+    def write_transaction(self, work: Callable[[Session], T], *, what: str,
+                          timeout_s: float | None = None, idempotent: bool = False) -> T:
+        """``work(session)`` in one write transaction, committed; retried while others write.
+
+        ``work`` may run more than once (each attempt in a fresh transaction, the
+        previous one rolled back), so it must not have effects outside the session
+        that a retry would repeat, unless they are harmless twice.
+
+        Args:
+            work: Reads and writes through the session it is given.
+            what: What is being written, for logs and the final error.
+            timeout_s: Give up after this long (default ``write_retry_s``).
+            idempotent: Running ``work`` twice is harmless (recording by match id):
+                then an unreachable database is waited out too.
+
+        Raises:
+            ServiceUnavailable: Other writers (or an outage) kept the database for ``timeout_s``.
+            Whatever ``work`` raises otherwise (the transaction is rolled back).
+        """
+        def attempt() -> T:
+            with self._write.begin() as session:
+                return work(session)
+
+        return retry_transient(attempt, timeout_s=self.write_retry_s if timeout_s is None else timeout_s,
+                               what=what, idempotent=idempotent)
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+
+def session_factory(engine: Engine) -> Sessions:
+    """The :class:`Sessions` of ``engine``."""
+    return Sessions(engine)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import StatementError
 
 from arena.storage.db import Base, make_engine, session_factory
@@ -101,3 +103,77 @@ def test_concurrent_writers_store_each_match_exactly_once(db_engine):
         owners = [i for _, i in seqs]
         assert sum(1 for a, b in itertools.pairwise(owners) if a != b) == len(batches) - 1
 
+
+
+def test_read_then_write_transactions_never_fail_while_another_writer_commits(db_engine):
+    """Regression: on SQLite a deferred transaction that read and then wrote failed at once
+    with "database is locked" when another writer committed in between (HTTP 500 on
+    sign-up while the ladder wrote); write transactions now take the lock up front."""
+    sessions = session_factory(db_engine)
+    stop = threading.Event()
+    errors: list[Exception] = []
+
+    def ladder() -> None:
+        n = 0
+        while not stop.is_set():
+            with sessions.begin() as session:
+                repo.create_user(session, f"ladder{n}")
+            n += 1
+
+    def sign_up(i: int) -> None:
+        def create(session) -> int:
+            assert repo.get_user_by_name(session, f"user{i}") is None
+            time.sleep(0.01)  # the ladder commits meanwhile
+            return repo.create_user(session, f"user{i}")
+        try:
+            for _ in range(5):
+                sessions.write_transaction(create, what="sign-up")
+                i += 100
+        except Exception as exc:  # noqa: BLE001  (a thread's error is asserted on below)
+            errors.append(exc)
+
+    writer = threading.Thread(target=ladder)
+    writer.start()
+    users = [threading.Thread(target=sign_up, args=(i,)) for i in range(8)]
+    for thread in users:
+        thread.start()
+    for thread in users:
+        thread.join()
+    stop.set()
+    writer.join()
+    assert errors == []
+    with sessions() as session:
+        assert sum(repo.get_user_by_name(session, f"user{i + 100 * k}") is not None
+                   for i in range(8) for k in range(5)) == 40
+
+
+@pytest.mark.parametrize("db_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True)
+def test_a_deadlocked_write_transaction_is_retried_on_postgresql(db_engine):
+    """Two transactions locking two rows in opposite orders: PostgreSQL aborts one with
+    40P01 (deadlock detected); it is retried and both commit."""
+    sessions = session_factory(db_engine)
+    with sessions.begin() as session:
+        ids = [repo.create_user(session, name) for name in ("a", "b")]
+    both = threading.Barrier(2)
+    attempts = Counter()
+    errors: list[Exception] = []
+
+    def lock(first: int, second: int) -> None:
+        def work(session) -> None:
+            attempts[first] += 1
+            session.execute(update(User).where(User.id == first).values(name=User.name + "1"))
+            if attempts[first] == 1:
+                both.wait(timeout=10)
+            session.execute(update(User).where(User.id == second).values(name=User.name + "2"))
+        try:
+            sessions.write_transaction(work, what="locking two users")
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=lock, args=pair) for pair in (ids, ids[::-1])]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(attempts.values()) == [1, 2]  # exactly one was deadlocked and retried

@@ -3,7 +3,8 @@
 Functions take a :class:`~sqlalchemy.orm.Session` and plain values, and return plain
 values (frozen dataclasses, dicts, ints): no ORM objects leak out, so callers never
 trigger lazy loads after the session closes. None of them commits; the caller owns
-the transaction (``with factory.begin() as session: ...``). No business logic lives
+the transaction (``sessions.write_transaction(work)`` for writes, ``with sessions() as
+session:`` for reads; see :class:`arena.storage.db.Sessions`). No business logic lives
 here: ratings are computed by :mod:`league`, statuses decided by the scheduler.
 """
 

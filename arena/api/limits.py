@@ -1,0 +1,201 @@
+"""Abuse limits: rate limits and quotas, counted in the app's Redis, refused with 429.
+
+Every limit is a fixed-window counter (``INCRBY`` then ``EXPIRE`` on a key that names
+its window, :meth:`arena.snapshots.keys.RedisKeys.limit`), so all API processes
+sharing a Redis share the counts. A request over a limit is refused with
+:class:`~envs.errors.TooManyRequests` (HTTP 429, ``Retry-After``: the seconds until
+the window ends) *before* it does anything, and what it counted is taken back, so a
+refused request neither stores anything nor uses up the allowance. The submission
+quota is reserved before storing and given back when the submission is refused for
+another reason (a bad checkpoint, a duplicate), so only stored agents count.
+
+The limits (settings ``ARENA_*``; 0 turns one off; the operator's admin token is
+never limited):
+
+* sign-ups per client address per hour;
+* writes per user per minute, and per client address per minute (sign-ups included);
+* submissions per user per env per UTC day (Kaggle-style daily quota);
+* challenge matches per user per hour, and challenges per user in flight, so nobody
+  can keep the server's match workers to themselves.
+
+If Redis does not answer, requests are let through (and a warning logged): the limits
+protect the service, they must not take it down.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+
+import redis
+
+from arena.settings import Settings
+from arena.snapshots.keys import RedisKeys
+from envs.errors import TooManyRequests
+
+log = logging.getLogger(__name__)
+
+IN_FLIGHT_TTL_S = 3600
+"""An in-flight count outlives a crashed process by at most this long."""
+
+# Un-count atomically, and leave no key behind at zero (a refused request leaves nothing).
+_GIVE_BACK = """
+local left = redis.call('DECRBY', KEYS[1], ARGV[1])
+if left <= 0 then redis.call('DEL', KEYS[1]) end
+return left
+"""
+
+
+@dataclass(frozen=True)
+class Limit:
+    """At most ``count`` units per ``window_s`` seconds (``count`` 0: no limit).
+
+    Attributes:
+        name: Part of the Redis key.
+        what: What is counted, for the message ("sign-ups from this address").
+    """
+
+    name: str
+    count: int
+    window_s: int
+    what: str
+
+
+@dataclass(frozen=True)
+class Taken:
+    """Units counted against a limit in one window (so they can be given back)."""
+
+    key: str
+    amount: int
+
+
+class Limits:
+    """The service's limits over one Redis client.
+
+    Args:
+        client: The app's Redis.
+        settings: Where the numbers come from.
+        keys: Key namespace (tests may pass their own).
+    """
+
+    def __init__(self, client: redis.Redis, settings: Settings, keys: RedisKeys | None = None) -> None:
+        self.client = client
+        self.keys = keys or RedisKeys()
+        self._give_back = client.register_script(_GIVE_BACK)
+        self.signups = Limit("signups", settings.signups_per_hour, 3600, "sign-ups from this address per hour")
+        self.user_writes = Limit("writes", settings.writes_per_minute, 60, "write requests per user per minute")
+        self.client_writes = Limit("client-writes", settings.client_writes_per_minute, 60,
+                                   "write requests from this address per minute")
+        self.submissions = Limit("submissions", settings.submissions_per_day, 86_400,
+                                 "submissions per user per env per UTC day (ARENA_SUBMISSIONS_PER_DAY)")
+        self.challenge_matches = Limit("challenge-matches", settings.challenge_matches_per_hour, 3600,
+                                       "challenge matches per user per hour")
+        self.challenges_in_flight = settings.challenges_in_flight
+
+    # -- counting -------------------------------------------------------------------
+    def take(self, *wanted: tuple[Limit, str, int]) -> list[Taken]:
+        """Count ``(limit, subject, amount)`` each; all or none.
+
+        Raises:
+            TooManyRequests: One of them is over its limit; nothing stays counted.
+        """
+        taken: list[Taken] = []
+        try:
+            for limit, subject, amount in wanted:
+                if limit.count > 0:
+                    taken.append(self._take(limit, subject, amount))
+        except TooManyRequests:
+            self.give_back(taken)
+            raise
+        except redis.RedisError as exc:
+            log.warning("rate limits not applied: Redis did not answer (%s)", exc)
+            self.give_back(taken)
+            return []
+        return taken
+
+    def _take(self, limit: Limit, subject: str, amount: int) -> Taken:
+        now = time.time()
+        window = int(now // limit.window_s)
+        key = self.keys.limit(limit.name, subject, window)
+        with self.client.pipeline() as pipe:
+            pipe.incrby(key, amount)
+            pipe.expire(key, limit.window_s + 60)
+            used = int(pipe.execute()[0])
+        if used > limit.count:
+            self._give_back(keys=[key], args=[amount])
+            retry_after = math.ceil((window + 1) * limit.window_s - now)
+            raise TooManyRequests(f"too many requests: at most {limit.count} {limit.what}; "
+                                  f"try again in {retry_after} s", retry_after)
+        return Taken(key, amount)
+
+    def give_back(self, taken: list[Taken]) -> None:
+        """Un-count ``taken`` (the request they were counted for did not happen)."""
+        try:
+            for t in taken:
+                self._give_back(keys=[t.key], args=[t.amount])
+        except redis.RedisError as exc:
+            log.warning("could not give back rate-limit counts (%s)", exc)
+
+    @contextmanager
+    def reserved(self, *wanted: tuple[Limit, str, int]) -> Iterator[None]:
+        """Count ``wanted`` for the block; given back if the block raises."""
+        taken = self.take(*wanted)
+        try:
+            yield
+        except BaseException:
+            self.give_back(taken)
+            raise
+
+    @contextmanager
+    def in_flight(self, name: str, subject: str, limit: int, what: str) -> Iterator[None]:
+        """At most ``limit`` blocks of kind ``name`` of ``subject`` at a time (0: no limit).
+
+        Raises:
+            TooManyRequests: ``limit`` are running already (``Retry-After: 1``).
+        """
+        if limit <= 0:
+            yield
+            return
+        key = self.keys.busy(name, subject)
+        try:
+            with self.client.pipeline() as pipe:
+                pipe.incr(key)
+                pipe.expire(key, IN_FLIGHT_TTL_S)
+                running = int(pipe.execute()[0])
+        except redis.RedisError as exc:
+            log.warning("in-flight limit not applied: Redis did not answer (%s)", exc)
+            running = 0
+        if not running:
+            yield
+            return
+        try:
+            if running > limit:
+                raise TooManyRequests(f"too many requests: at most {limit} {what} at a time; "
+                                      "wait for one to finish", 1)
+            yield
+        finally:
+            self.give_back([Taken(key, 1)])
+
+    # -- the service's limits ---------------------------------------------------------
+    def sign_up(self, client: str) -> None:
+        """A sign-up from address ``client``."""
+        self.take((self.signups, client, 1), (self.client_writes, client, 1))
+
+    def write(self, user_id: int, client: str) -> None:
+        """A write request of ``user_id`` from ``client``."""
+        self.take((self.user_writes, str(user_id), 1), (self.client_writes, client, 1))
+
+    def submission(self, user_id: int, env_id: str) -> AbstractContextManager[None]:
+        """The block storing one submission of ``user_id`` for ``env_id`` (the daily quota)."""
+        return self.reserved((self.submissions, f"{user_id}:{env_id}", 1))
+
+    @contextmanager
+    def challenge(self, user_id: int, matches: int) -> Iterator[None]:
+        """The block playing a challenge of ``matches`` matches for ``user_id``."""
+        with self.in_flight("challenges", str(user_id), self.challenges_in_flight, "challenges being played"), \
+                self.reserved((self.challenge_matches, str(user_id), matches)):
+            yield
