@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from arena.api.state import ApiState
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
-from envs.errors import NotAuthenticated
+from envs.errors import Forbidden, NotAuthenticated
 
 # Longest token looked up: ours are 43 characters; anything much longer is not one.
 MAX_TOKEN_CHARS = 512
@@ -105,3 +105,13 @@ def current_user(user: Annotated[Principal | None, Depends(optional_user)]) -> P
 
 
 UserDep = Annotated[Principal, Depends(current_user)]
+
+
+def admin_user(user: UserDep) -> Principal:
+    """The caller if an admin (the ``ARENA_ADMIN_TOKEN`` or an admin user); else :class:`Forbidden`."""
+    if not user.is_admin:
+        raise Forbidden("this endpoint is for admins: use ARENA_ADMIN_TOKEN or an admin user's token")
+    return user
+
+
+AdminDep = Annotated[Principal, Depends(admin_user)]

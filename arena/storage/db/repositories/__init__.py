@@ -30,6 +30,7 @@ from arena.storage.db.repositories.catalog import (
     get_league_by_name,
 )
 from arena.storage.db.repositories.dialect import ping
+from arena.storage.db.repositories.evaluation import RatedPair, rated_pairs, seat_counts
 from arena.storage.db.repositories.matches import (
     MatchPage,
     Participant,
@@ -110,6 +111,7 @@ __all__ = [
     "Participant",
     "ProbeInfo",
     "QueuedJob",
+    "RatedPair",
     "SnapshotInfo",
     "StoredMatch",
     "StoredRating",
@@ -170,10 +172,12 @@ __all__ = [
     "queue_depth",
     "queue_positions",
     "queued_matches",
+    "rated_pairs",
     "rating_history",
     "rating_points",
     "requeue_running_probes",
     "revoke_api_token",
+    "seat_counts",
     "set_agent_status",
     "set_probe_progress",
     "snapshot_specs",
