@@ -21,7 +21,7 @@ AgentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")]
 
 @router.post(
     "/agents/{agent_id}/probes", status_code=202, response_model=ProbePublic,
-    responses=error_responses(401, 403, 404, 422, 503),
+    responses=error_responses(400, 401, 403, 404, 422, 503),
     description="Queue an exploitability probe (owner or admin): a PPO best response trains against the "
     "frozen agent for `budget_env_steps` env steps, then plays it; the result is its win rate with a 95% "
     "interval (high = exploitable). Answers 202 with the probe (queued, or the open probe with the same "

@@ -251,16 +251,18 @@ def board_changes(
     Args:
         after_seq: The version's newest match seq (``None``: there were no matches).
         after_update: The version's newest agent update (``None``: there were no agents).
-        after_probe: The version's newest finished probe: agents probed since change too.
+        after_probe: The version's newest finished probe: agents probed since change too
+            (``None``: every probed agent).
     """
     changed = AgentRating.last_match_seq > (after_seq if after_seq is not None else -1)
     if after_update is not None:
         changed = changed | (Agent.updated_at > after_update)
     else:
         changed = true()
+    probed = select(Probe.agent_id).where(Probe.env_id == env_id, Probe.status == "done")
     if after_probe is not None:
-        probed = select(Probe.agent_id).where(Probe.env_id == env_id, Probe.finished_at > after_probe)
-        changed = changed | AgentRating.agent_id.in_(probed)
+        probed = probed.where(Probe.finished_at > after_probe)
+    changed = changed | AgentRating.agent_id.in_(probed)
     stmt = board_select().where(AgentRating.env_id == env_id, AgentRating.role == role, changed)
     return [BoardRow.from_row(row) for row in session.execute(stmt)]
 
