@@ -55,8 +55,23 @@ def run_probe(job: ProbeJob, progress: Callable[[int, int], None] | None = None)
     return probe_exploitability(env_id, target, config, progress).to_dict()
 
 
+def _exit_with_parent(parent_pid: int, every_s: float = 1.0) -> None:
+    """End this process once its parent is gone (a SIGKILLed server must not leave probes running)."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(every_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def probe_process_main(job: ProbeJob, messages: Any) -> None:
     """Entry point of a spawned probe process: progress and the outcome go to ``messages``."""
+    if "parent_pid" in job:
+        _exit_with_parent(job["parent_pid"])
     probe_id = job["probe_id"]
     try:
         result = run_probe(job, lambda done, planned: messages.put(("progress", probe_id, done)))

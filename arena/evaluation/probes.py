@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import queue
 import threading
 import time
@@ -118,6 +119,7 @@ class ProcessProbeBackend:
         self._procs: dict[int, Any] = {}
 
     def start(self, job: ProbeJob) -> None:
+        job = {**job, "parent_pid": os.getpid()}
         proc = self._ctx.Process(target=probe_process_main, args=(job, self._messages), daemon=True,
                                  name=f"arena-probe-{job['probe_id']}")
         proc.start()

@@ -1,0 +1,45 @@
+"""``arena probe``: queue a probe of one's agent on a live server, follow it to the result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from arena.api.app import create_app
+from arena.client import ArenaClient
+from arena.evaluation.probes import ProbeService, ProcessProbeBackend
+from arena.settings import Settings
+from arena.storage.wiring import open_services
+from tests.api.helpers import checkpoint
+from tests.client.live import LiveServer, run_cli
+
+sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
+
+@sqlite_only
+def test_arena_probe_follows_the_probe_to_its_result(tmp_path: Path, migrated_db_url: str, redis_url: str):
+    settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=migrated_db_url,
+                        redis_url=redis_url, probe_budget_steps=8192, probe_eval_games=20, probe_auto=False)
+    with open_services(settings) as services:
+        server = LiveServer(create_app(services))
+        probes = ProbeService(services, ProcessProbeBackend(), poll_s=0.1).start()
+        try:
+            with ArenaClient(server.url, token="") as anonymous:
+                ada = anonymous.create_user("ada")["token"]
+                bob = anonymous.create_user("bob")["token"]
+            weights, spec, _ = checkpoint()
+            (tmp_path / "agent.safetensors").write_bytes(weights)
+            (tmp_path / "agent.json").write_text(spec)
+            with ArenaClient(server.url, token=ada) as client:
+                agent = client.submit_agent(tmp_path / "agent.safetensors")
+            refused = run_cli("probe", str(agent["id"]), home=tmp_path, server=server.url, token=bob)
+            assert refused.returncode == 2 and "not yours" in refused.stderr + refused.stdout
+            done = run_cli("probe", str(agent["id"]), "--poll", "0.2", home=tmp_path, server=server.url,
+                           token=ada, timeout=300)
+        finally:
+            probes.stop()
+            server.stop()
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "exploiter win rate" in out and "8,192 env steps" in out and "done" in out
