@@ -1,12 +1,14 @@
-"""Integrity flags from the service's match log: the planted pair is flagged, honest boards are not."""
+"""Integrity flags and cycles from the service's match log: the planted pair is flagged, honest boards
+are not; a planted rock-paper-scissors is reported with its confidence."""
 
 from __future__ import annotations
 
 import pytest
 
+from arena.read.boards import payoff_matrix, read_board
 from arena.read.evaluation import integrity_data
 from arena.storage.db import make_engine, session_factory, upgrade
-from tests.evaluation.planted import C4, OWNER, plant_board
+from tests.evaluation.planted import C4, OWNER, TTT, plant_board, plant_cycle
 
 
 @pytest.fixture
@@ -38,3 +40,18 @@ def test_an_honest_board_raises_no_flag(sessions):
         report = integrity_data(session, C4)
     assert report["matches"] == 20 * 40 + 80
     assert report["pairs"] == [] and report["dependence"] == []
+
+
+def test_a_planted_cycle_is_reported_with_its_confidence(sessions):
+    ids = plant_cycle(sessions)
+    with sessions() as session:
+        board = read_board(session, TTT, "player")
+        payoff = payoff_matrix(session, board, 8)
+    [cycle] = payoff["cycles"]
+    wins = {(link["winner"], link["loser"]) for link in cycle["links"]}
+    assert wins == {(ids[a], ids[b]) for a, b in (("paper", "rock"), ("scissors", "paper"), ("rock", "scissors"))}
+    assert cycle["confidence"] > 0.99 and cycle["confidence"] == pytest.approx(1 - cycle["adjusted_p"])
+    # A perfect cycle: alpha-Rank spreads the mass over the three, the Nash core holds all three.
+    ranks = {r["agent_id"]: r for r in payoff["rankings"]}
+    assert all(r["nash_rank"] == 1 for r in ranks.values())
+    assert all(r["alpharank_mass"] > 0.2 for r in ranks.values())
