@@ -114,3 +114,22 @@ def test_probe_requests_are_bounded(services):
         queue_probe(services, ids[key], "ada")
     with pytest.raises(ServiceUnavailable, match="queue is full"):
         queue_probe(services, ids["heuristic:epsilon=0.2"], "ada")
+
+
+@pytest.mark.ray
+@pytest.mark.xdist_group("ray")
+@sqlite_only
+def test_probes_run_as_ray_tasks_when_the_service_runs_on_ray(services, ray_cluster):
+    from arena.evaluation.probes import RayProbeBackend, make_backend
+
+    assert isinstance(make_backend(services.settings.model_copy(update={"probe_backend": "auto"})), RayProbeBackend)
+    with services.sessions.begin() as session:
+        agent_id = register_builtin_agents(session, C4, ["random"])["random"]
+    probe, _ = queue_probe(services, agent_id, "ada", budget_env_steps=0)
+    service = ProbeService(services, RayProbeBackend())
+    try:
+        done = _run_until_finished(service, [probe.id])[probe.id]
+    finally:
+        service.stop()
+    assert done.status == "done", done.error
+    assert done.env_steps == 0 and done.games == 40 and done.ci_low <= done.win_rate <= done.ci_high
