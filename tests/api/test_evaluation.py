@@ -43,6 +43,7 @@ def test_probe_requests_need_the_owner_or_an_admin(client):
     assert listed["count"] == 2 and [p["id"] for p in listed["data"]] == [admin.json()["id"], probe["id"]]
 
 
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # one spawned probe is enough
 def test_a_finished_probe_shows_on_the_leaderboard_with_its_budget(client, services):
     ids = seed_ladder(services, KEYS, 40)
     before = client.get(f"{API}/leaderboard", params={"env": ENV}).json()["data"]

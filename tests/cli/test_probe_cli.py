@@ -17,6 +17,7 @@ from tests.client.live import LiveServer, run_cli
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
 
+@pytest.mark.slow
 @sqlite_only
 def test_arena_probe_follows_the_probe_to_its_result(tmp_path: Path, migrated_db_url: str, redis_url: str):
     settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=migrated_db_url,
@@ -35,11 +36,11 @@ def test_arena_probe_follows_the_probe_to_its_result(tmp_path: Path, migrated_db
                 agent = client.submit_agent(tmp_path / "agent.safetensors")
             refused = run_cli("probe", str(agent["id"]), home=tmp_path, server=server.url, token=bob)
             assert refused.returncode == 2 and "not yours" in refused.stderr + refused.stdout
-            done = run_cli("probe", str(agent["id"]), "--poll", "0.2", home=tmp_path, server=server.url,
-                           token=ada, timeout=300)
+            done = run_cli("probe", str(agent["id"]), "--budget", "0", "--poll", "0.2", home=tmp_path,
+                           server=server.url, token=ada, timeout=300)
         finally:
             probes.stop()
             server.stop()
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
-    assert "exploiter win rate" in out and "8,192 env steps" in out and "done" in out
+    assert "exploiter win rate" in out and "0 env steps" in out and "done" in out
