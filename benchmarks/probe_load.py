@@ -36,7 +36,8 @@ if sys.path and Path(sys.path[0]).resolve() == _ROOT / "benchmarks":
 
 from agents.catalog import make_policy
 from agents.trainers.exploit_probe import ProbeConfig, probe_exploitability
-from arena.evaluation.probes import ProbeService, ProcessProbeBackend, queue_probe
+from arena.evaluation.probe_backends import ProcessProbeBackend
+from arena.evaluation.probes import ProbeService, queue_probe
 from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.runners import AgentSource, InProcessRunner
 from arena.settings import Settings

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from arena.evaluation.probes import ProbeService, ProcessProbeBackend
+from arena.evaluation.probe_backends import ProcessProbeBackend
+from arena.evaluation.probes import ProbeService
 from arena.storage.db import repositories as repo
 from tests.api.conftest import ADMIN_TOKEN
 from tests.api.helpers import API, ENV, auth, checkpoint, new_user, seed_ladder, upload

@@ -8,7 +8,8 @@ import pytest
 
 from arena.api.app import create_app
 from arena.client import ArenaClient
-from arena.evaluation.probes import ProbeService, ProcessProbeBackend
+from arena.evaluation.probe_backends import ProcessProbeBackend
+from arena.evaluation.probes import ProbeService
 from arena.settings import Settings
 from arena.storage.wiring import open_services
 from tests.api.helpers import checkpoint

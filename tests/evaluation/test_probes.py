@@ -10,7 +10,8 @@ import pytest
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
 from arena.agent_status import AgentStatus
-from arena.evaluation.probes import ProbeService, ProcessProbeBackend, queue_probe
+from arena.evaluation.probe_backends import ProcessProbeBackend
+from arena.evaluation.probes import ProbeService, queue_probe
 from arena.ladder.registration import register_builtin_agents, register_snapshot_agent
 from arena.settings import Settings
 from arena.storage.db import repositories as repo
@@ -120,7 +121,7 @@ def test_probe_requests_are_bounded(services):
 @pytest.mark.xdist_group("ray")
 @sqlite_only
 def test_probes_run_as_ray_tasks_when_the_service_runs_on_ray(services, ray_cluster):
-    from arena.evaluation.probes import RayProbeBackend, make_backend
+    from arena.evaluation.probe_backends import RayProbeBackend, make_backend
 
     assert isinstance(make_backend(services.settings.model_copy(update={"probe_backend": "auto"})), RayProbeBackend)
     with services.sessions.begin() as session:

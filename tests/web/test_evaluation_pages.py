@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from arena.api.app import create_app
-from arena.evaluation.probes import ProbeService, ProcessProbeBackend
+from arena.evaluation.probe_backends import ProcessProbeBackend
+from arena.evaluation.probes import ProbeService
 from arena.settings import Settings
 from arena.storage.db import make_engine, session_factory, upgrade
 from arena.storage.redis_server import EmbeddedRedis
