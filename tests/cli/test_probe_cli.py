@@ -10,9 +10,12 @@ from arena.api.app import create_app
 from arena.client import ArenaClient
 from arena.evaluation.probe_backends import ProcessProbeBackend
 from arena.evaluation.probes import ProbeService
+from arena.ladder.dispatch import LadderConfig, agent_source, open_ladder
+from arena.runners import AgentSource, InProcessRunner
 from arena.settings import Settings
+from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
-from tests.api.helpers import checkpoint
+from tests.api.helpers import ENV, checkpoint
 from tests.client.live import LiveServer, run_cli
 
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -39,9 +42,18 @@ def test_arena_probe_follows_the_probe_to_its_result(tmp_path: Path, migrated_db
             assert refused.returncode == 2 and "not yours" in refused.stderr + refused.stdout
             done = run_cli("probe", str(agent["id"]), "--budget", "0", "--poll", "0.2", home=tmp_path,
                            server=server.url, token=ada, timeout=300)
+            with services.sessions() as session:  # a few rated matches put it on the board
+                info = repo.get_agent(session, agent["id"])
+            ladder = open_ladder(services.sessions, LadderConfig(ENV, batch_size=20, seed=1))
+            ladder.add_agents([agent_source(info), AgentSource(key="random", builtin="random")])
+            runner = InProcessRunner(services.snapshot_cache_factory()())
+            assert ladder.run(runner, 20).recorded == 20
+            runner.close()
+            board = run_cli("leaderboard", "--env", ENV, "--server", server.url, home=tmp_path)
         finally:
             probes.stop()
             server.stop()
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "exploiter win rate" in out and "0 env steps" in out and "done" in out
+    assert board.returncode == 0 and "exploitability @ budget" in board.stdout and "@0" in board.stdout
