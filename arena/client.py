@@ -455,6 +455,25 @@ class ArenaClient:
         body = {"env": env, "agents": [int(a) for a in agents], "matches": matches, "rated": rated}
         return self.request("POST", "/challenges", json=body)
 
+    def probe(self, agent_id: int, budget_env_steps: int | None = None, seed: int = 0) -> JSON:
+        """``POST /agents/{id}/probes``: queue an exploitability probe (owner or admin); the probe."""
+        body: dict[str, Any] = {"seed": seed}
+        if budget_env_steps is not None:
+            body["budget_env_steps"] = budget_env_steps
+        return self.request("POST", f"/agents/{agent_id}/probes", json=body)
+
+    def probes(self, agent_id: int, limit: int = 20) -> JSON:
+        """``GET /agents/{id}/probes``: the agent's probes, newest first."""
+        return self._get(f"/agents/{agent_id}/probes", limit=limit)
+
+    def seats(self, env: str) -> JSON:
+        """``GET /envs/{env}/seats``: results by seat, what the first move is worth."""
+        return self._get(f"/envs/{env}/seats")
+
+    def integrity(self, env: str) -> JSON:
+        """``GET /admin/integrity``: integrity flags of an env's ladder (admin token)."""
+        return self._get("/admin/integrity", env=env)
+
     def payoff(self, env: str, top: int | None = None) -> JSON:
         """``GET /envs/{env}/payoff``: the win-rate matrix of the ``top`` agents."""
         return self._get(f"/envs/{env}/payoff", top=top)

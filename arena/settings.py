@@ -12,6 +12,12 @@ Every field has a default that works on a fresh machine::
     ARENA_MAX_UPLOAD_BYTES    64 MiB
     ARENA_SNAPSHOT_CACHE_SIZE 32 policies per worker
     ARENA_ADMIN_TOKEN         unset: admin endpoints disabled
+    ARENA_PROBE_AUTO          true: probe every newly rated submission once
+    ARENA_PROBE_BUDGET_STEPS  100000 env steps per exploitability probe
+    ARENA_PROBE_EVAL_GAMES    400 evaluation games per probe
+    ARENA_PROBE_CONCURRENCY   1 probe at a time (each one process, one torch thread)
+    ARENA_PROBE_QUEUE_SIZE    100 probes queued or running at most
+    ARENA_PROBE_BACKEND       auto (Ray when the service runs on Ray, else a process)
     ARENA_LOG_FORMAT          text (json: one object per line, with match/agent ids)
     ARENA_LOG_LEVEL           INFO
     ARENA_HOST / ARENA_PORT   127.0.0.1 / 8000
@@ -126,6 +132,27 @@ class Settings(BaseSettings):
     )
     challenges_in_flight: int = Field(
         default=2, ge=0, description="Challenges of one user being played at the same time (0: off)."
+    )
+    probe_auto: bool = Field(
+        default=True, description="Queue an exploitability probe for every submitted agent once it is rated."
+    )
+    probe_budget_steps: int = Field(
+        default=100_000, ge=0, le=50_000_000,
+        description="Env steps the exploiter of a probe trains for (shown with every probe result).",
+    )
+    probe_eval_games: int = Field(
+        default=400, ge=2, le=100_000, description="Evaluation games of a probe after its training."
+    )
+    probe_concurrency: int = Field(
+        default=1, ge=0, le=64,
+        description="Probes run at once (0: none run; each uses one CPU and one torch thread).",
+    )
+    probe_queue_size: int = Field(
+        default=100, ge=1, description="Probes queued or running at most; further requests are refused."
+    )
+    probe_backend: Literal["auto", "ray", "process"] = Field(
+        default="auto",
+        description="Where probes run: ray tasks, a spawned process each, or auto (ray when initialized).",
     )
     host: str = Field(default="127.0.0.1", description="HTTP bind address.")
     port: int = Field(default=8000, ge=1, le=65535, description="HTTP port.")

@@ -30,7 +30,8 @@ from league.headtohead import Game
 from league.ratings import SIGMA, Z95
 from league.significance import wilson_interval
 
-__all__ = ["AgentSeats", "EnvSeatAdvantage", "SeatRecord", "agent_seats", "env_seat_advantage"]
+__all__ = ["AgentSeats", "EnvSeatAdvantage", "SeatRecord", "agent_seat_record", "agent_seats", "env_seat_advantage",
+           "seat_advantage"]
 
 DEFAULT_BETA = SIGMA / 2  # RatingEnv's default performance noise
 
@@ -113,6 +114,11 @@ def env_seat_advantage(games: Iterable[Game], beta: float = DEFAULT_BETA) -> Env
     first = SeatRecord()
     for g in games:
         first = first.add(g.score)
+    return seat_advantage(first, beta)
+
+
+def seat_advantage(first: SeatRecord, beta: float = DEFAULT_BETA) -> EnvSeatAdvantage:
+    """How much the first move is worth, from the first mover's pooled record (e.g. counted in SQL)."""
     low, high = wilson_interval(first.wins + 0.5 * first.draws, first.games)
     s = first.score
     extreme = s is None or s in (0.0, 1.0)
@@ -136,10 +142,11 @@ def agent_seats(games: Iterable[Game]) -> dict[Hashable, AgentSeats]:
         by_seat.setdefault(g.second, [SeatRecord(), SeatRecord()])
         by_seat[g.first][0] = by_seat[g.first][0].add(g.score)
         by_seat[g.second][1] = by_seat[g.second][1].add(1.0 - g.score)
-    return {agent: _agent_seats(agent, first, second) for agent, (first, second) in by_seat.items()}
+    return {agent: agent_seat_record(agent, first, second) for agent, (first, second) in by_seat.items()}
 
 
-def _agent_seats(agent: Hashable, first: SeatRecord, second: SeatRecord) -> AgentSeats:
+def agent_seat_record(agent: Hashable, first: SeatRecord, second: SeatRecord) -> AgentSeats:
+    """One agent's seat comparison from its records as first and as second mover."""
     difference = ci = None
     if first.games and second.games:
         s1, s2 = first.score, second.score

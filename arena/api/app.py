@@ -38,7 +38,18 @@ def _start_background(stack: ExitStack, services: Services) -> None:
     stack.callback(runner.close)
     service = BackgroundService(services, runner).start()
     stack.callback(service.stop)
+    _start_probes(stack, services)
     log.info("background service started")
+
+
+def _start_probes(stack: ExitStack, services: Services) -> None:
+    """Exploitability probes in the background (none when ``ARENA_PROBE_CONCURRENCY`` is 0)."""
+    if services.settings.probe_concurrency == 0:
+        return
+    from arena.evaluation.probes import ProbeService
+
+    probes = ProbeService(services).start()
+    stack.callback(probes.stop)
 
 
 def create_app(services: Services | None = None, *, start_background: bool = False) -> FastAPI:

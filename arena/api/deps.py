@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from arena.api.state import ApiState
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
-from envs.errors import NotAuthenticated
+from envs.errors import Forbidden, NotAuthenticated
 
 _NOT_IN_KEYS = re.compile(r"[^A-Za-z0-9_.:+-]")
 
@@ -131,3 +131,13 @@ def writer(request: Request, user: UserDep, state: StateDep) -> Principal:
 
 WriterDep = Annotated[Principal, Depends(writer)]
 """The calling user of a write endpoint (within the write rate limits)."""
+
+
+def admin_user(user: UserDep) -> Principal:
+    """The caller if an admin (the ``ARENA_ADMIN_TOKEN`` or an admin user); else :class:`Forbidden`."""
+    if not user.is_admin:
+        raise Forbidden("this endpoint is for admins: use ARENA_ADMIN_TOKEN or an admin user's token")
+    return user
+
+
+AdminDep = Annotated[Principal, Depends(admin_user)]

@@ -176,6 +176,34 @@ class ChallengePublic(BaseModel):
     results: list[MatchSummary]
 
 
+class AgentRanksPublic(BaseModel):
+    agent_id: int
+    trueskill_rank: int | None = Field(description="Place by mu - 3 sigma.")
+    conservative: float | None
+    alpharank_rank: int = Field(description="Place by alpha-Rank stationary mass.")
+    alpharank_mass: float
+    nash_rank: int = Field(description="Place by Nash-averaged skill (the unexploited core shares place 1).")
+    nash_skill: float = Field(description="Log-odds payoff against the max-entropy Nash mixture (0 = unbeaten).")
+    nash_mass: float
+
+
+class CycleLinkPublic(BaseModel):
+    winner: int
+    loser: int
+    wins: int = Field(description="winner's wins against loser.")
+    draws: int
+    losses: int
+    p_value: float = Field(description="One-sided sign test of winner > loser.")
+
+
+class CyclePublic(BaseModel):
+    agents: list[int] = Field(description="A beats B beats C beats A, in that order.")
+    links: list[CycleLinkPublic]
+    p_value: float
+    adjusted_p: float = Field(description="Holm-adjusted over every tested triple.")
+    confidence: float = Field(description="1 - adjusted_p.")
+
+
 class PayoffAgent(BaseModel):
     id: int
     key: str
@@ -191,6 +219,14 @@ class PayoffPublic(BaseModel):
     )
     games: list[list[int]]
     nash: list[float] = Field(description="Nash mixture of the zero-sum game win_rate - 1/2.")
+    rankings: list[AgentRanksPublic] = Field(
+        default_factory=list, description="Each agent's place by TrueSkill, alpha-Rank and Nash averaging."
+    )
+    cycles: list[CyclePublic] = Field(
+        default_factory=list, description="Significant intransitive 3-cycles among these agents, with confidence."
+    )
+    alpharank_alpha: float | None = Field(default=None, description="alpha-Rank's selection intensity.")
+    cycle_alpha: float | None = Field(default=None, description="Family-wise level of a reported cycle.")
 
 
 class RatingPoint(BaseModel):
@@ -228,3 +264,119 @@ class LeagueTimelinePublic(BaseModel):
     roles: list[str]
     rows: list[GenerationPublic]
     firsts: list[PhaseFirstPublic]
+
+
+class ProbeCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    budget_env_steps: int | None = Field(
+        default=None, ge=0, le=50_000_000,
+        description="Env steps the exploiter trains for; default and most for non-admins: ARENA_PROBE_BUDGET_STEPS.",
+    )
+    seed: int = Field(default=0, ge=0, le=MAX_ID, description="Seeds the exploiter and the evaluation games.")
+
+
+class ProbePublic(BaseModel):
+    id: int
+    agent_id: int
+    env: str
+    status: Literal["queued", "running", "done", "failed"]
+    budget_env_steps: int = Field(description="The exploiter's training budget: compare probes at equal budgets.")
+    eval_games: int
+    seed: int
+    requested_by: str = Field(description="Who asked: a user name, admin, or auto (queued when rated).")
+    env_steps: int = Field(description="Env steps trained so far (all of them once done).")
+    progress: float = Field(ge=0.0, le=1.0, description="Share of the budget trained (1 once done).")
+    games: int | None
+    wins: int | None = Field(description="Exploiter's wins in the evaluation games.")
+    draws: int | None
+    losses: int | None
+    win_rate: float | None = Field(description="Exploiter's win rate against the agent: high = exploitable.")
+    ci_low: float | None = Field(description="Lower end of the 95% Wilson interval of win_rate.")
+    ci_high: float | None = Field(description="Upper end.")
+    error: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class ProbesPublic(BaseModel):
+    data: list[ProbePublic]
+    count: int
+
+
+class SeatRecordPublic(BaseModel):
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    score: float | None = Field(description="Points per game (a draw is 1/2); null without games.")
+
+
+class AgentSeatsPublic(BaseModel):
+    agent_id: int
+    name: str
+    first: SeatRecordPublic = Field(description="Results moving first.")
+    second: SeatRecordPublic = Field(description="Results moving second.")
+    difference: float | None = Field(description="first.score - second.score.")
+    difference_ci: list[float] | None = Field(description="Its 95% interval.")
+    imbalance: int = Field(description="Games first - games second (0 when the ladder balanced seats).")
+
+
+class SeatsPublic(BaseModel):
+    env: str
+    first_mover: SeatRecordPublic = Field(description="The first mover's results over every rated game.")
+    ci_low: float = Field(description="Lower end of the 95% interval of first_mover.score.")
+    ci_high: float
+    first_move_value: float | None = Field(description="2 score - 1: points per game the first seat is worth.")
+    first_move_value_ci: list[float]
+    elo: float | None = Field(description="The first move's edge in Elo points.")
+    trueskill_mu: float | None = Field(description="The edge in TrueSkill mu of the env's ladder.")
+    agents: list[AgentSeatsPublic]
+
+
+class FlaggedAgent(BaseModel):
+    agent_id: int
+    name: str
+    owner: str | None
+
+
+class PairFlagPublic(BaseModel):
+    beneficiary: FlaggedAgent = Field(description="Scored above the ratings' prediction.")
+    thrower: FlaggedAgent = Field(description="Scored below it.")
+    same_owner: bool
+    family: Literal["same_owner", "other"]
+    wins: int = Field(description="beneficiary's wins against thrower.")
+    draws: int
+    losses: int
+    expected_win_share: float = Field(description="Predicted share of decisive games won by beneficiary.")
+    observed_win_share: float
+    expected_score: float
+    observed_score: float
+    p_value: float
+    adjusted_p: float = Field(description="Holm-adjusted within the family; flagged at most alpha.")
+
+
+class DependenceFlagPublic(BaseModel):
+    agent: FlaggedAgent
+    opponent: FlaggedAgent = Field(description="The opponent the agent's rating rests on.")
+    direction: Literal["up", "down"]
+    mu: float
+    sigma: float
+    mu_without: float = Field(description="mu replayed without the matches against opponent.")
+    sigma_without: float
+    shift: float
+    shift_sigmas: float
+    games: int
+    games_vs_opponent: int
+    wins: int
+    wins_vs_opponent: int
+
+
+class IntegrityPublic(BaseModel):
+    env: str
+    role: str
+    matches: int = Field(description="Rated 1v1 matches examined.")
+    alpha: float = Field(description="Family-wise significance of a pair flag.")
+    pairs: list[PairFlagPublic]
+    dependence: list[DependenceFlagPublic]

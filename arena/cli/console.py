@@ -52,11 +52,13 @@ def leaderboard_table(board: dict[str, Any]) -> Table:
     W/D/L and the matches left until each agent's rating settles."""
     table = Table(title=f"{board.get('env')} leaderboard ({board.get('role')}), "
                         f"{board.get('count', len(board['data']))} agents")
+    probed = any(row.get("probe_win_rate") is not None for row in board["data"])
     for col in ("#", "rank range", "id", "agent", "mu", "sigma", "mu-3sigma", "interval",
-                "games", "W", "D", "L", "win rate", "to settle"):
+                "games", "W", "D", "L", "win rate", "to settle", *(["exploitability @ budget"] if probed else [])):
         table.add_column(col, justify="left" if col == "agent" else "right", no_wrap=col == "agent")
     for row in board["data"]:
         lo, hi = row.get("rank_lo"), row.get("rank_hi")
+        probe = [] if not probed else [_probe(row)]
         table.add_row(
             str(row["rank"]), "-" if lo is None else (str(lo) if lo == hi else f"{lo}-{hi}"),
             str(row["agent_id"]), row.get("name") or row.get("key", ""), _fmt(row.get("mu")),
@@ -64,5 +66,14 @@ def leaderboard_table(board: dict[str, Any]) -> Table:
             f"{_fmt(row.get('ci_low'))}..{_fmt(row.get('ci_high'))}",
             _fmt(row.get("games")), _fmt(row.get("wins")), _fmt(row.get("draws")),
             _fmt(row.get("losses")), _fmt(row.get("win_rate"), 3), _settle(row.get("expected_matches_to_settle")),
+            *probe,
         )
     return table
+
+
+def _probe(row: dict[str, Any]) -> str:
+    """The latest probe's exploiter win rate, its 95% interval and budget (``-``: not probed)."""
+    if row.get("probe_win_rate") is None:
+        return "-"
+    return (f"{row['probe_win_rate']:.2f} [{row['probe_ci_low']:.2f}, {row['probe_ci_high']:.2f}] "
+            f"@{row['probe_budget_env_steps']:,}")

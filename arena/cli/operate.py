@@ -195,10 +195,11 @@ def serve(
     demo: bool = typer.Option(True, "--demo/--no-demo", help="Seed demo agents into an empty database."),
     max_rate: float = typer.Option(2000.0, help="Upper bound on rated matches/s per env."),
 ) -> None:
-    """Start the API, the web UI, the scheduler and local Ray workers on the configured services."""
+    """Start the API, the web UI, the scheduler, the probe service and local Ray workers on the configured services."""
     import uvicorn
 
     from arena.api.app import create_app
+    from arena.evaluation.probes import ProbeService
     from arena.ladder.background import BackgroundService, ServiceConfig
     from arena.ladder.demo import seed_demo
     from arena.ladder.registration import ladder_envs
@@ -219,6 +220,7 @@ def serve(
             runner = _runner(workers, services) if workers > 0 else InProcessRunner(
                 services.snapshot_cache_factory()())
             service = BackgroundService(services, runner, config).start()
+            probes = ProbeService(services).start() if settings.probe_concurrency else None
             url = f"http://{host or settings.host}:{port or settings.port}"
             console.print(f"Arena is up: [bold]{url}[/] (API docs at {url}/docs); Ctrl-C stops it")
             # uvicorn re-raises SIGTERM after its own shutdown, which would kill the process
@@ -228,6 +230,8 @@ def serve(
                 uvicorn.run(create_app(services), host=host or settings.host, port=port or settings.port,
                             log_level="warning", log_config=None)  # our handler and format
             finally:
+                if probes is not None:
+                    probes.stop()
                 service.stop()
                 runner.close()
     except ArenaError as exc:

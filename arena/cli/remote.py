@@ -14,6 +14,7 @@ Exit codes: 2 for what the user can fix (a 4xx answer, bad options, a missing fi
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -306,6 +307,59 @@ def challenge(
                      f"({'rated' if rated else 'unrated'})")
 
 
+def probe_table(probe: dict[str, Any]) -> Table:
+    """One probe: status, budget, the exploiter's win rate with its interval."""
+    table = Table(title=f"probe {probe['id']} of agent {probe['agent_id']} ({probe['env']})", show_header=False)
+    rate = probe.get("win_rate")
+    rows = [("status", probe["status"] + (f": {probe['error']}" if probe.get("error") else "")),
+            ("budget", f"{probe['budget_env_steps']:,} env steps (trained {probe['env_steps']:,})"),
+            ("exploiter win rate", "-" if rate is None else
+             f"{rate:.3f}  95% [{probe['ci_low']:.3f}, {probe['ci_high']:.3f}]  (high = exploitable)"),
+            ("games (W/D/L)", "-" if not probe.get("games") else
+             f"{probe['games']} ({probe['wins']}/{probe['draws']}/{probe['losses']})"),
+            ("requested by", probe["requested_by"])]
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+def probe(
+    agent_id: int = typer.Argument(..., help="Agent id."),
+    budget: int | None = typer.Option(None, min=0, help="Env steps (default and most for non-admins: "
+                                      "the server's ARENA_PROBE_BUDGET_STEPS)."),
+    seed: int = typer.Option(0, min=0, help="Seeds the exploiter and the evaluation games."),
+    wait: bool = typer.Option(True, "--wait/--no-wait", help="Follow the probe with a progress bar until it ends."),
+    timeout: float = typer.Option(3600.0, help="Seconds --wait waits at most."),
+    poll: float = typer.Option(1.0, min=0.05, help="Seconds between progress polls."),
+    server: str = _server_option(),
+    token: str | None = _token_option(),
+) -> None:
+    """Probe how exploitable an agent is: a best response trained against it for a budget of env steps."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    with remote(server, token) as client:
+        queued = client.probe(agent_id, budget, seed)
+        console.print(f"probe [bold]{queued['id']}[/] of agent {agent_id}: {queued['status']}, "
+                      f"{queued['budget_env_steps']:,} env steps")
+        result = queued
+        if wait:
+            deadline = time.monotonic() + timeout
+            columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+            with Progress(*columns, console=console, transient=True) as bar:
+                task = bar.add_task(f"probe {queued['id']}: {queued['status']}", total=1.0)
+                while result["status"] in ("queued", "running") and time.monotonic() < deadline:
+                    time.sleep(poll)
+                    result = next((p for p in client.probes(agent_id, limit=50)["data"] if p["id"] == queued["id"]),
+                                  result)
+                    bar.update(task, completed=result["progress"],
+                               description=f"probe {queued['id']}: {result['status']}")
+        console.print(probe_table(result))
+    if wait and result["status"] in ("queued", "running"):
+        fail(f"probe {result['id']} is still {result['status']} after {timeout:g} s", 1)
+    if result["status"] == "failed":
+        fail(f"probe {result['id']} failed: {result.get('error')}", 1)
+
+
 def results_table(rows: list[dict[str, Any]], title: str) -> Table:
     """Match summaries: id, seats, winner, termination."""
     table = Table(title=title)
@@ -341,4 +395,5 @@ def register(app: typer.Typer) -> None:
     app.command("login")(login)
     app.command("submit")(submit)
     app.command("challenge")(challenge)
+    app.command("probe")(probe)
     app.command("matches")(list_matches)

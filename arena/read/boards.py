@@ -39,11 +39,12 @@ from sqlalchemy.orm import Session
 
 from arena.agent_status import FINISHED
 from arena.ladder.registration import ladder_rating_env
+from arena.read.evaluation import rankings_public
 from arena.read.ratings import RatingStats
 from arena.storage.db import repositories as repo
 from league.payoff import nash_mixture, win_rates
 from league.ranking import interval_bounds, rank_ranges
-from league.ratings import RatingEnv
+from league.ratings import Rating, RatingEnv
 
 OFF_BOARD = sorted(FINISHED)
 """Statuses whose agents are left off leaderboards (their history stays)."""
@@ -70,6 +71,7 @@ class Board:
     ci_high: list[float]
     rating_env: RatingEnv
     version: tuple[Any, ...] | None = None
+    probes: dict[int, repo.ProbeInfo] = field(default_factory=dict)
     stamp: int = field(init=False, compare=False, default_factory=lambda: next(_stamps))
 
 
@@ -86,11 +88,18 @@ class LeaderboardRow(RatingStats):
     rank_hi: int = Field(description="Worst rank consistent with everyone's 95% intervals.")
     win_rate: float | None = Field(description="(wins + draws / 2) / games; null before a game.")
     last_match_at: datetime | None = Field(description="When its last rated match was recorded.")
+    probe_win_rate: float | None = Field(
+        default=None, description="Exploiter's win rate in the agent's latest exploitability probe "
+        "(high = exploitable); null: not probed.")
+    probe_ci_low: float | None = Field(default=None, description="Lower end of its 95% interval.")
+    probe_ci_high: float | None = Field(default=None, description="Upper end of its 95% interval.")
+    probe_budget_env_steps: int | None = Field(
+        default=None, description="Env steps that probe's exploiter trained for (compare probes at equal budgets).")
 
 
 
 def build_board(rows: list[repo.BoardRow], rating_env: RatingEnv,
-                version: tuple[Any, ...] | None = None) -> Board:
+                version: tuple[Any, ...] | None = None, probes: dict[int, repo.ProbeInfo] | None = None) -> Board:
     """Rank ranges and 95% intervals of ``rows`` (already best-first).
 
     Args:
@@ -100,14 +109,16 @@ def build_board(rows: list[repo.BoardRow], rating_env: RatingEnv,
     sigma = np.fromiter((r.rating.sigma for r in rows), dtype=np.float64, count=len(rows))
     low, high = interval_bounds(mu, sigma)
     best, worst = rank_ranges(low, high, np.arange(1, len(rows) + 1))
-    return Board(rows, best.tolist(), worst.tolist(), low.tolist(), high.tolist(), rating_env, version)
+    return Board(rows, best.tolist(), worst.tolist(), low.tolist(), high.tolist(), rating_env, version,
+                 probes or {})
 
 
 def read_board(session: Session, env_id: str, role: str,
                version: tuple[Any, ...] | None = None) -> Board:
     """The whole board of ``env_id``/``role`` straight from the database (no cache)."""
     rows = repo.board_rows(session, env_id, role, OFF_BOARD)
-    return build_board(rows, ladder_rating_env(session, env_id), version)
+    probes = repo.latest_probes(session, [r.agent_id for r in rows])
+    return build_board(rows, ladder_rating_env(session, env_id), version, probes)
 
 
 def refresh_board(session: Session, board: Board, env_id: str, role: str,
@@ -120,7 +131,9 @@ def refresh_board(session: Session, board: Board, env_id: str, role: str,
     ids = {r.agent_id for r in changed}
     kept = [r for r in board.rows if r.agent_id not in ids]
     fresh = [r for r in changed if r.status not in OFF_BOARD]
-    return build_board(sorted(kept + fresh, key=repo.board_order), board.rating_env, version)
+    probes = {a: p for a, p in board.probes.items() if a not in ids}
+    probes.update(repo.latest_probes(session, [r.agent_id for r in fresh]))
+    return build_board(sorted(kept + fresh, key=repo.board_order), board.rating_env, version, probes)
 
 
 class BoardCache:
@@ -249,12 +262,21 @@ def board_page(board: Board, limit: int, offset: int) -> list[LeaderboardRow]:
             s, r.status, board.rating_env, rank=i + 1, rank_lo=board.rank_lo[i], rank_hi=board.rank_hi[i],
             agent_id=r.agent_id, key=r.key, name=r.name, kind=r.kind, status=r.status,
             win_rate=(s.wins + 0.5 * s.draws) / s.games if s.games else None, last_match_at=r.last_match_at,
+            **_probe_columns(board.probes.get(r.agent_id)),
         ))
     return out
 
 
+def _probe_columns(probe: repo.ProbeInfo | None) -> dict[str, Any]:
+    if probe is None:
+        return {}
+    return {"probe_win_rate": probe.win_rate, "probe_ci_low": probe.ci_low, "probe_ci_high": probe.ci_high,
+            "probe_budget_env_steps": probe.budget_env_steps}
+
+
 def payoff_matrix(session: Session, board: Board, top: int) -> dict[str, Any]:
-    """Head-to-head win rates, game counts and Nash mixture of the board's ``top`` agents.
+    """Head-to-head win rates, game counts and Nash mixture of the board's ``top`` agents, their
+    alpha-Rank and Nash-averaging places beside TrueSkill's, and the significant cycles.
 
     Returns:
         ``PayoffPublic`` fields except ``env`` and ``role``.
@@ -276,4 +298,5 @@ def payoff_matrix(session: Session, board: Board, top: int) -> dict[str, Any]:
         "win_rate": [[None if np.isnan(x) else float(x) for x in row] for row in rates],
         "games": games.tolist(),
         "nash": nash_mixture(rates).tolist() if n else [],
+        **rankings_public(ids, wins, draws, losses, {r.agent_id: Rating(r.rating.mu, r.rating.sigma) for r in rows}),
     }

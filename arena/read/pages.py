@@ -16,8 +16,10 @@ from sqlalchemy.orm import Session
 
 from arena.agent_status import ACTIVE, WAITING
 from arena.api.state import ApiState
+from arena.evaluation.probes import probe_supported
 from arena.ladder.registration import ladder_rating_env
 from arena.read import boards
+from arena.read.evaluation import agent_seats_data, probe_public, seats_data
 from arena.read.summaries import policy_format, rating_public
 from arena.storage.db import repositories as repo
 from envs.registry import get_spec, list_envs
@@ -135,6 +137,10 @@ def agent_data(session: Session, agent_id: int) -> dict[str, Any] | None:
         "recent": [match_summary(spec, m, agent.key) for m in recent],
         "head_to_head": head_to_head(session, agent_id, agent.env_id),
         "target_sigma": DEFAULT_TARGET_SIGMA,
+        "probes": [{**probe_public(p), "created_at": iso(p.created_at), "started_at": iso(p.started_at),
+                    "finished_at": iso(p.finished_at)} for p in repo.agent_probes(session, agent_id, 10)],
+        "probe_supported": probe_supported(agent.env_id),
+        "seats": agent_seats_data(session, agent_id, agent.env_id),
     }
 
 
@@ -225,6 +231,14 @@ def match_data(session: Session, match_id: str) -> dict[str, Any] | None:
     return {**summary, "seed": match.seed, "seats": seats, "winner_agent": winner_name,
             "forfeit_seat": match.forfeit_seat, "detail": match.detail,
             "league_id": match.league_id}
+
+
+def env_seats(session: Session, env_id: str, state: ApiState | None = None) -> dict[str, Any]:
+    """How much the first move is worth in ``env_id``, as ``GET /api/v1/envs/{env}/seats``."""
+    if state is None:
+        return seats_data(session, env_id)
+    version = repo.board_version(session, env_id)
+    return state.payoffs.get(("seats", env_id), version, lambda: seats_data(session, env_id))
 
 
 def recent_matches(session: Session, env_id: str, limit: int = 20) -> list[dict[str, Any]]:

@@ -17,6 +17,24 @@ def pct(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{100 * value:.{digits}f}%"
 
 
+def steps(value: int | None) -> str:
+    """A step count, short: ``100000`` -> ``100k``, ``1500000`` -> ``1.5M``."""
+    if value is None:
+        return "—"
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:g}M"
+    return f"{value / 1000:g}k" if value >= 1000 else str(value)
+
+
+def probe_text(row: dict[str, Any]) -> str:
+    """The exploitability column: ``85% [80–90%] @100k`` (an em dash without a probe)."""
+    rate = row.get("probe_win_rate")
+    if rate is None:
+        return "—"
+    return (f"{pct(rate, 0)} [{pct(row.get('probe_ci_low'), 0)}–{pct(row.get('probe_ci_high'), 0)}]"
+            f" @{steps(row.get('probe_budget_env_steps'))}")
+
+
 def rank_range(row: dict[str, Any]) -> str:
     """``3–5``: the ranks the 95% intervals allow; empty when the rank is certain."""
     lo, hi = row.get("rank_lo"), row.get("rank_hi")
@@ -49,5 +67,6 @@ def heat(value: float | None) -> str:
 
 
 FILTERS: dict[str, Callable[..., str]] = {
-    "num": num, "pct": pct, "rank_range": rank_range, "when": when, "heat": heat,
+    "num": num, "pct": pct, "rank_range": rank_range, "when": when, "heat": heat, "steps": steps,
+    "probe_text": probe_text,
 }

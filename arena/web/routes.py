@@ -33,6 +33,7 @@ from arena.read.frames import match_frames
 from arena.read.leagues import league_page_data, leagues_of
 from arena.read.pages import (
     agent_data,
+    env_seats,
     env_summaries,
     leaderboard_data,
     match_data,
@@ -44,7 +45,7 @@ from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
 from arena.web.filters import FILTERS
 from envs.errors import UnknownEnv
-from envs.registry import get_spec
+from envs.registry import get_spec, list_envs
 
 WEB_DIR = Path(__file__).resolve().parent
 TEMPLATES_DIR = WEB_DIR / "templates"
@@ -128,6 +129,7 @@ def web_router() -> APIRouter:
                     board=leaderboard_data(session, env_id, role, state=_api_state(request)),
                     matches=recent_matches(session, env_id, limit=10), leagues=leagues_of(session, env_id),
                     waiting=waiting_data(session, env_id, role),
+                    seats=env_seats(session, env_id, _api_state(request)) if spec.num_seats == 2 else None,
                     total_matches=repo.count_matches(session, env_id))
 
     @router.get("/envs/{env_id}/payoff", response_class=HTMLResponse, include_in_schema=False)
@@ -168,6 +170,13 @@ def web_router() -> APIRouter:
         if data is None:
             return not_found(request, f"agent {agent_id}")
         return page(request, "agent.html", title=data["name"], agent=data)
+
+    @router.get("/admin/integrity", response_class=HTMLResponse, include_in_schema=False)
+    def admin_integrity(request: Request, env: str | None = None) -> HTMLResponse:
+        # The flags are fetched by the page's script with the admin's bearer token: the page holds no data.
+        envs = [s.env_id for s in list_envs() if s.num_seats == 2 and s.symmetric]
+        return page(request, "admin_integrity.html", title="Integrity", envs=envs,
+                    env=env if env in envs else envs[0])
 
     @router.get("/matches/{match_id}", response_class=HTMLResponse, include_in_schema=False)
     def match(request: Request, match_id: str, session: SessionDep) -> HTMLResponse:

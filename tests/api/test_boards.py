@@ -86,7 +86,7 @@ def test_empty_board_and_payoff(client):
     assert board(client) == {"env": ENV, "role": "player", "count": 0, "data": []}
     empty = client.get(f"{API}/envs/{ENV}/payoff").json()
     assert empty == {"env": ENV, "role": "player", "agents": [], "win_rate": [], "games": [],
-                     "nash": []}
+                     "nash": [], "rankings": [], "cycles": [], "alpharank_alpha": 100.0, "cycle_alpha": 0.05}
 
 
 class Builds:

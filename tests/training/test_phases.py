@@ -61,7 +61,7 @@ def test_recorded_matches_become_generation_rows_with_first_matches(migrated_db_
     with sessions() as session:
         got = [(r.generation, r.episodes, r.phase_rates) for r in repo.league_generations(session, league_id)]
     assert got == [(2, 0, {}), (5, 4, {"fort": 0.25})]
-    sessions.engine.dispose()
+    sessions.dispose()
 
 
 def test_board_game_leagues_get_ratings_without_replays(migrated_db_url):
@@ -76,4 +76,4 @@ def test_board_game_leagues_get_ratings_without_replays(migrated_db_url):
         [row] = repo.league_generations(session, league_id)
     role = get_spec("tictactoe-v3").roles[0]
     assert (row.generation, row.ratings, row.phase_rates) == (1, {role: [30.0, 1.5]}, {})
-    sessions.engine.dispose()
+    sessions.dispose()

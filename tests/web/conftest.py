@@ -49,3 +49,29 @@ def services(seeded: SeededArena, embedded_redis: EmbeddedRedis,
 def app(services: Services) -> FastAPI:
     """The whole Arena app: JSON API plus the web pages."""
     return create_app(services)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Debian's chromium driven by Playwright (the browser tests skip without them)."""
+    from tests.web.test_browser import CHROMIUM, CHROMIUM_ARGS, sync_api
+
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: object) -> Iterator[object]:
+    """A fresh page; the test fails if its JavaScript threw."""
+    from tests.web.test_browser import TIMEOUT_MS
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield pg
+    context.close()
+    assert not errors, f"JavaScript errors: {errors}"

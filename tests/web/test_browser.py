@@ -60,26 +60,6 @@ def server(app: FastAPI) -> Iterator[str]:
     sock.close()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser: object) -> Iterator[object]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    pg.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield pg
-    context.close()
-    assert not errors, f"JavaScript errors: {errors}"
-
-
 def _distinct_colors(png: bytes) -> int:
     """Distinct colours in a PNG (decoded with pygame, an Arena dependency)."""
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.web.seed import HideAndSeekArena, seed_hide_and_seek
-from tests.web.test_browser import browser, page, server  # noqa: F401 - the shared browser fixtures
+from tests.web.test_browser import server  # noqa: F401 - the shared server fixture (browser, page: conftest)
 
 pytestmark = pytest.mark.browser
 
@@ -24,7 +24,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HideAndSeekAren
     """Four recorded hide-and-seek matches and a league timeline over them (overrides conftest's)."""
     arena = seed_hide_and_seek(f"sqlite:///{tmp_path_factory.mktemp('hs-browser') / 'arena.sqlite3'}")
     yield arena
-    arena.sessions.engine.dispose()
+    arena.sessions.dispose()
 
 
 def frames_of(server: str, match_id: str) -> dict:  # noqa: F811 - server is the base URL here

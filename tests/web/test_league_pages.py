@@ -18,7 +18,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HideAndSeekAren
     """Four recorded hide-and-seek matches and a league timeline over them (overrides conftest's)."""
     arena = seed_hide_and_seek(f"sqlite:///{tmp_path_factory.mktemp('hs') / 'arena.sqlite3'}")
     yield arena
-    arena.sessions.engine.dispose()
+    arena.sessions.dispose()
 
 
 @pytest.fixture(scope="module")

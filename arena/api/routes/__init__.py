@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter
 
-from arena.api.routes import agents, challenges, envs, health, leaderboard, matches, users
+from arena.api.routes import admin, agents, challenges, envs, health, leaderboard, matches, probes, users
 
 API_PREFIX = "/api/v1"
 
@@ -10,6 +10,6 @@ API_PREFIX = "/api/v1"
 def api_router() -> APIRouter:
     """Every JSON endpoint, mounted under :data:`API_PREFIX`."""
     router = APIRouter(prefix=API_PREFIX)
-    for module in (health, users, envs, agents, leaderboard, matches, challenges):
+    for module in (health, users, envs, agents, probes, leaderboard, matches, challenges, admin):
         router.include_router(module.router)
     return router

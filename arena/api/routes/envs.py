@@ -10,8 +10,9 @@ from agents.checkpoint_spec import ONNX_ARCH
 from agents.nets import ARCHS
 from arena.api.deps import SessionDep, StateDep
 from arena.api.errors import error_responses
-from arena.api.schemas import EnvPublic, EnvsPublic, PayoffPublic
+from arena.api.schemas import EnvPublic, EnvsPublic, PayoffPublic, SeatsPublic
 from arena.read.boards import payoff_matrix
+from arena.read.evaluation import seats_data
 from arena.storage.db import repositories as repo
 from envs.errors import InvalidParameter
 from envs.registry import get_spec, list_envs
@@ -62,3 +63,12 @@ def payoff(
     board = state.boards.get(session, env, role, version)
     body = state.payoffs.get((env, role, top), version, lambda: payoff_matrix(session, board, top))
     return PayoffPublic(env=env, role=role, **body)
+
+
+@router.get("/envs/{env}/seats", response_model=SeatsPublic, responses=error_responses(404, 422))
+def seats(env: EnvId, session: SessionDep, state: StateDep) -> SeatsPublic:
+    """Results by seat over the env's rated games: how much the first move is worth (points per game,
+    Elo, TrueSkill mu, with 95% intervals) and every agent's record as first and as second mover."""
+    get_spec(env)
+    version = repo.board_version(session, env)
+    return SeatsPublic(**state.payoffs.get(("seats", env), version, lambda: seats_data(session, env)))

@@ -280,3 +280,45 @@ class LeagueGeneration(Base):
     ratings: Mapped[dict[str, Any]] = mapped_column(JSON())
     first_matches: Mapped[dict[str, Any]] = mapped_column(JSON())
     updated_at: Mapped[datetime] = _created_at()
+
+
+PROBE_STATUSES = ("queued", "running", "done", "failed")
+
+
+class Probe(Base):
+    """An exploitability probe of one agent: a best response trained within a budget.
+
+    Queued by the API or by the service for a newly rated agent, run in the background
+    (:mod:`arena.evaluation.probes`); the result is the exploiter's win rate against
+    the agent with its 95% interval, always shown with ``budget_env_steps``.
+    """
+
+    __tablename__ = "probes"
+    __table_args__ = (
+        CheckConstraint(_in("status", PROBE_STATUSES), name="status"),
+        Index("ix_probes_agent_id_id", "agent_id", "id"),
+        Index("ix_probes_status_id", "status", "id"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    agent_id: Mapped[int] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    env_id: Mapped[str] = mapped_column(ForeignKey("envs.id"))
+    budget_env_steps: Mapped[int] = mapped_column(BigInteger())
+    eval_games: Mapped[int] = mapped_column()
+    seed: Mapped[int] = mapped_column(BigInteger())
+    status: Mapped[str] = mapped_column(String(16), default="queued", server_default="queued")
+    requested_by: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    # Env steps trained so far (progress while running; the steps used once done).
+    env_steps: Mapped[int] = mapped_column(BigInteger(), default=0, server_default="0")
+    games: Mapped[int | None] = mapped_column()
+    wins: Mapped[int | None] = mapped_column()
+    draws: Mapped[int | None] = mapped_column()
+    losses: Mapped[int | None] = mapped_column()
+    win_rate: Mapped[float | None] = mapped_column(Float())
+    ci_low: Mapped[float | None] = mapped_column(Float())
+    ci_high: Mapped[float | None] = mapped_column(Float())
+    error: Mapped[str] = mapped_column(Text(), default="", server_default="")
+    created_at: Mapped[datetime] = _created_at()
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())

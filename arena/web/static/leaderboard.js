@@ -27,6 +27,17 @@
     return r.rank_lo == null || r.rank_hi == null || r.rank_lo === r.rank_hi ? "" : `${r.rank_lo}–${r.rank_hi}`;
   }
 
+  function steps(n) {
+    return n >= 1e6 ? `${n / 1e6}M` : n >= 1000 ? `${n / 1000}k` : String(n);
+  }
+
+  // Same text as the server's probe_text filter.
+  function probeText(r) {
+    if (r.probe_win_rate == null) return "—";
+    const p = (v) => pct(v, 0);
+    return `${p(r.probe_win_rate)} [${p(r.probe_ci_low)}–${p(r.probe_ci_high)}] @${steps(r.probe_budget_env_steps)}`;
+  }
+
   function row(r, lo, span) {
     const pos = (v) => (((v - lo) / span) * 100).toFixed(1) + "%";
     const tags = [el("span", { class: `tag kind-${r.kind}` }, r.kind)];
@@ -45,6 +56,7 @@
       el("td", { class: "n" }, r.games),
       el("td", { class: "n" }, `${r.wins} / ${r.draws} / ${r.losses}`),
       el("td", { class: "n" }, pct(r.win_rate)),
+      el("td", { class: "n probe" }, probeText(r)),
       el("td", {}, el("time", { class: "ago", datetime: r.last_match_at || "" }, r.last_match_at || "—")));
   }
 
@@ -61,7 +73,7 @@
       if (previous.get(String(r.agent_id)) !== s) tr.classList.add("changed");
       return tr;
     });
-    if (!trs.length) trs.push(el("tr", { class: "empty" }, el("td", { colspan: 10 }, "No rated agents yet.")));
+    if (!trs.length) trs.push(el("tr", { class: "empty" }, el("td", { colspan: 11 }, "No rated agents yet.")));
     table.tBodies[0].replaceChildren(...trs);
     previous = next;
     if (count) count.textContent = body.count;

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Select, delete, distinct, func, select, true
 from sqlalchemy.orm import Session, aliased
 
-from arena.storage.db.models import Agent, AgentRating, Match, MatchParticipant, RatingEvent
+from arena.storage.db.models import Agent, AgentRating, Match, MatchParticipant, Probe, RatingEvent
 from arena.storage.db.repositories.dialect import IN_CHUNK, bulk_append, chunks, dialect_insert
 
 CONSERVATIVE_SIGMAS = 3.0
@@ -240,7 +240,8 @@ def board_rows(
 
 
 def board_changes(
-    session: Session, env_id: str, role: str, after_seq: int | None, after_update: datetime | None
+    session: Session, env_id: str, role: str, after_seq: int | None, after_update: datetime | None,
+    after_probe: datetime | None = None,
 ) -> list[BoardRow]:
     """Board rows that may differ from a version read earlier (see :func:`board_version`).
 
@@ -251,12 +252,18 @@ def board_changes(
     Args:
         after_seq: The version's newest match seq (``None``: there were no matches).
         after_update: The version's newest agent update (``None``: there were no agents).
+        after_probe: The version's newest finished probe: agents probed since change too
+            (``None``: every probed agent).
     """
     changed = AgentRating.last_match_seq > (after_seq if after_seq is not None else -1)
     if after_update is not None:
         changed = changed | (Agent.updated_at > after_update)
     else:
         changed = true()
+    probed = select(Probe.agent_id).where(Probe.env_id == env_id, Probe.status == "done")
+    if after_probe is not None:
+        probed = probed.where(Probe.finished_at > after_probe)
+    changed = changed | AgentRating.agent_id.in_(probed)
     stmt = board_select().where(AgentRating.env_id == env_id, AgentRating.role == role, changed)
     return [BoardRow.from_row(row) for row in session.execute(stmt)]
 
@@ -267,7 +274,8 @@ def board_version(session: Session, env_id: str, role: str | None = None) -> tup
     ``role`` is accepted for symmetry with :func:`board_rows`; the marker covers every
     role of the env.
 
-    ``(newest match seq of the env, newest agent update of the env)``: ratings change
+    ``(newest match seq of the env, newest agent update of the env, newest finished
+    probe of the env)``: ratings change
     only in the transaction that inserts a match (seq order is commit order, see
     :mod:`~arena.storage.db.repositories.matches`), statuses and names through agent updates.
     A rating rebuild rewrites ratings without either: caches must also expire by age.
@@ -276,7 +284,10 @@ def board_version(session: Session, env_id: str, role: str | None = None) -> tup
     newest_agent = (
         select(func.max(Agent.updated_at)).where(Agent.env_id == env_id).scalar_subquery()
     )
-    return tuple(session.execute(select(newest_match, newest_agent)).one())
+    newest_probe = (
+        select(func.max(Probe.finished_at)).where(Probe.env_id == env_id, Probe.status == "done").scalar_subquery()
+    )
+    return tuple(session.execute(select(newest_match, newest_agent, newest_probe)).one())
 
 
 def head_to_head(session: Session, agent_ids: Iterable[int]) -> dict[tuple[int, int], dict[str, int]]:

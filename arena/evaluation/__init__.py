@@ -1,0 +1,3 @@
+"""Evaluation beyond the rating, wired into the service: exploitability probes run in the
+background (:mod:`~arena.evaluation.probes`); the measures themselves are pure, in
+``league/`` and ``agents/trainers/exploit_probe.py`` (see docs/evaluation.md)."""

@@ -1,0 +1,86 @@
+"""One exploitability probe, run where the probe service puts it: a spawned process or a Ray task.
+
+The probe must never take CPU from the rated ladder beyond its one core, so before
+torch is imported here the worker limits every thread pool to one thread and lowers
+its scheduling priority (``nice``): on a busy machine the ladder's workers win the CPU.
+Imports are inside the functions so that a spawned process reads this module without
+loading torch before the limits are set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+NICENESS = 10
+
+ProbeJob = dict[str, Any]
+"""``probe_id``, ``env_id``, ``budget_env_steps``, ``eval_games``, ``seed``, ``max_bytes`` and
+the target: ``builtin`` (its catalog key) or ``weights`` (snapshot bytes) with ``spec``."""
+
+
+def limit_resources() -> None:
+    """One thread for every math library, lower priority than the ladder."""
+    for name in THREAD_VARIABLES:
+        os.environ[name] = "1"
+    try:
+        os.nice(NICENESS)
+    except OSError:  # not permitted: the thread limit still holds
+        pass
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already set in this process (a reused Ray worker)
+        pass
+
+
+def run_probe(job: ProbeJob, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Train the exploiter and evaluate it; returns ``ProbeResult.to_dict()``."""
+    limit_resources()
+    from agents.catalog import make_policy
+    from agents.trainers.exploit_probe import ProbeConfig, probe_exploitability
+    from arena.snapshots.formats import snapshot_policy
+
+    env_id = job["env_id"]
+    if "builtin" in job:
+        target = make_policy(job["builtin"], env_id)
+    else:
+        target = snapshot_policy(job["weights"], job["spec"], device="cpu", temperature=1.0,
+                                 time_limit_s=job.get("time_limit_s", 5.0), max_bytes=job["max_bytes"])
+    config = ProbeConfig(budget_env_steps=job["budget_env_steps"], eval_games=job["eval_games"], seed=job["seed"])
+    return probe_exploitability(env_id, target, config, progress).to_dict()
+
+
+def _exit_with_parent(parent_pid: int, every_s: float = 1.0) -> None:
+    """End this process once its parent is gone (a SIGKILLed server must not leave probes running)."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(every_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def probe_process_main(job: ProbeJob, messages: Any) -> None:
+    """Entry point of a spawned probe process: progress and the outcome go to ``messages``."""
+    if "parent_pid" in job:
+        _exit_with_parent(job["parent_pid"])
+    probe_id = job["probe_id"]
+    try:
+        result = run_probe(job, lambda done, planned: messages.put(("progress", probe_id, done)))
+    except BaseException as exc:  # noqa: BLE001 - every failure is reported as the probe's error
+        messages.put(("failed", probe_id, f"{type(exc).__name__}: {exc}"))
+    else:
+        messages.put(("done", probe_id, result))
+
+
+def run_probe_task(job: ProbeJob) -> dict[str, Any]:
+    """Body of the Ray task (see :class:`arena.evaluation.probes.RayProbeBackend`)."""
+    return run_probe(job)

@@ -1,0 +1,218 @@
+"""Exploitability probes in the background: queued, run on bounded workers, recorded.
+
+A probe (``agents.trainers.exploit_probe``) trains a PPO best response against a
+frozen agent for a fixed budget of env steps and reports the exploiter's win rate with
+its 95% interval. Here it becomes a service:
+
+* **Queue.** ``probes`` rows (``queued -> running -> done | failed``). The API queues a
+  probe on request (:func:`queue_probe`: owner or admin, at most the configured budget
+  unless admin, at most ``ARENA_PROBE_QUEUE_SIZE`` open probes); with
+  ``ARENA_PROBE_AUTO`` the :class:`ProbeService` queues one for every submitted agent
+  once it is ``rated``.
+* **Workers.** At most ``ARENA_PROBE_CONCURRENCY`` probes run at once, each on one
+  CPU with one torch thread at lower priority (:mod:`arena.evaluation.probe_worker`):
+  a Ray task (``num_cpus=1``, scheduled only on a free CPU, so the ladder's workers
+  keep theirs) when the service runs on Ray, else a spawned process of its own (the
+  in-process runner's fallback; a process can be terminated, and torch's global
+  seeding stays out of the server).
+* **Restart.** Probes left ``running`` by a stopped service go back to the queue.
+
+Probes need a two-player env with a vectorized core (connect four, tic-tac-toe).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+
+from sqlalchemy.orm import Session
+
+from arena.agent_status import AgentStatus
+from arena.evaluation.probe_backends import ProbeBackend, ProbeEvent, make_backend
+from arena.evaluation.probe_worker import ProbeJob
+from arena.storage.db import repositories as repo
+from arena.storage.wiring import Services
+from envs.errors import InvalidParameter, ServiceUnavailable
+from envs.registry import get_spec, list_envs, make_vector_core
+
+log = logging.getLogger(__name__)
+
+PROGRESS_EVERY_S = 1.0
+"""Shortest interval between two progress writes of one probe."""
+
+
+@cache
+def probe_supported(env_id: str) -> bool:
+    """Whether agents of ``env_id`` can be probed (two players, a vectorized core)."""
+    return get_spec(env_id).num_seats == 2 and make_vector_core(env_id) is not None
+
+
+def probe_envs() -> list[str]:
+    """Every registered env whose agents can be probed."""
+    return [spec.env_id for spec in list_envs() if probe_supported(spec.env_id)]
+
+
+def queue_probe(services: Services, agent_id: int, requested_by: str, *, budget_env_steps: int | None = None,
+                seed: int = 0, may_exceed_budget: bool = False) -> tuple[repo.ProbeInfo, bool]:
+    """Queue a probe of an agent; returns ``(probe, created)``.
+
+    An open (queued or running) probe of the agent with the same budget and seed is
+    returned instead of queueing a second one.
+
+    Raises:
+        InvalidParameter: The agent's env cannot be probed, or the budget is over the
+            configured one for a caller who may not exceed it.
+        ServiceUnavailable: ``probe_queue_size`` probes are open already.
+    """
+    settings = services.settings
+    budget = settings.probe_budget_steps if budget_env_steps is None else budget_env_steps
+    if budget > settings.probe_budget_steps and not may_exceed_budget:
+        raise InvalidParameter(f"budget_env_steps is at most {settings.probe_budget_steps} "
+                               f"(ARENA_PROBE_BUDGET_STEPS) unless an admin asks")
+    def store(session: Session) -> tuple[repo.ProbeInfo, bool]:
+        agent = repo.get_agent(session, agent_id)
+        assert agent is not None, "the caller checked the agent exists"
+        if not probe_supported(agent.env_id):
+            raise InvalidParameter(f"exploitability probes need a two-player env with a vectorized core; "
+                                   f"{agent.env_id} has none")
+        for probe in repo.agent_probes(session, agent_id, limit=20):
+            if probe.status in ("queued", "running") and (probe.budget_env_steps, probe.seed) == (budget, seed):
+                return probe, False
+        if repo.count_open_probes(session) >= settings.probe_queue_size:
+            raise ServiceUnavailable(f"the probe queue is full ({settings.probe_queue_size} probes); "
+                                     "try again later")
+        probe_id = repo.add_probe(session, agent_id, agent.env_id, budget, settings.probe_eval_games, seed,
+                                  requested_by)
+        return repo.get_probe(session, probe_id), True
+
+    return services.sessions.write_transaction(store, what=f"queueing a probe of agent {agent_id}")
+
+
+@dataclass
+class ProbeService:
+    """Runs queued probes in the background, at most ``settings.probe_concurrency`` at once.
+
+    Attributes:
+        services: Database and snapshot pool.
+        backend: Where probes run (default from the settings).
+        poll_s: Pause between rounds.
+    """
+
+    services: Services
+    backend: ProbeBackend | None = None
+    poll_s: float = 0.5
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _progress_at: dict[int, float] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.backend is None:
+            self.backend = make_backend(self.services.settings)
+        requeued = self.services.sessions.write_transaction(
+            repo.requeue_running_probes, what="queueing interrupted probes again", idempotent=True)
+        if requeued:
+            log.info("%d interrupted probes queued again", requeued)
+
+    def auto_queue(self) -> int:
+        """Queue a probe for every rated submission that never had one; returns how many."""
+        settings = self.services.settings
+        with self.services.sessions() as session:
+            room = settings.probe_queue_size - repo.count_open_probes(session)
+            if room <= 0:
+                return 0
+            agents = repo.unprobed_agents(session, probe_envs(), (AgentStatus.RATED,), ("neural",), room)
+        for agent_id, _ in agents:
+            queue_probe(self.services, agent_id, "auto")
+        return len(agents)
+
+    def _job(self, probe: repo.ProbeInfo) -> ProbeJob:
+        settings = self.services.settings
+        job: ProbeJob = {"probe_id": probe.id, "env_id": probe.env_id, "budget_env_steps": probe.budget_env_steps,
+                         "eval_games": probe.eval_games, "seed": probe.seed, "max_bytes": settings.max_upload_bytes}
+        with self.services.sessions() as session:
+            agent = repo.get_agent(session, probe.agent_id)
+            sha = agent.snapshot_sha256
+            if sha is None:
+                return {**job, "builtin": agent.key}
+            spec = repo.snapshot_specs(session, [sha])[sha]
+        weights, _ = self.services.pool.get(sha)
+        return {**job, "weights": weights, "spec": spec}
+
+    def start_queued(self) -> int:
+        """Start queued probes while fewer than the concurrency run; returns how many started."""
+        started = 0
+        free = self.services.settings.probe_concurrency - self.backend.running()
+        if free <= 0:
+            return 0
+        with self.services.sessions() as session:
+            waiting = repo.probes_by_status(session, "queued", limit=free)
+        for probe in waiting:
+            if not self.services.sessions.write_transaction(
+                    functools.partial(repo.claim_probe, probe_id=probe.id), what=f"claiming probe {probe.id}"):
+                continue
+            try:
+                self.backend.start(self._job(probe))
+            except Exception as exc:  # noqa: BLE001 - a probe that cannot start fails with the reason
+                self._record([ProbeEvent("failed", probe.id, f"could not start: {exc}")])
+                continue
+            log.info("probe %d of agent %d started (%d env steps)", probe.id, probe.agent_id,
+                     probe.budget_env_steps, extra={"agent_id": probe.agent_id})
+            started += 1
+        return started
+
+    def _record(self, events: Iterable[ProbeEvent]) -> None:
+        now = time.monotonic()
+        events = list(events)
+
+        def store(session: Session) -> None:
+            for e in events:
+                if e.kind == "progress":
+                    if now - self._progress_at.get(e.probe_id, -1e9) >= PROGRESS_EVERY_S:
+                        self._progress_at[e.probe_id] = now
+                        repo.set_probe_progress(session, e.probe_id, int(e.value))
+                elif e.kind == "done":
+                    self._progress_at.pop(e.probe_id, None)
+                    repo.finish_probe(session, e.probe_id, e.value)
+                    log.info("probe %d done: exploiter win rate %.3f [%.3f, %.3f]", e.probe_id,
+                             e.value["win_rate"], e.value["ci_low"], e.value["ci_high"])
+                else:
+                    self._progress_at.pop(e.probe_id, None)
+                    repo.fail_probe(session, e.probe_id, str(e.value))
+                    log.warning("probe %d failed: %s", e.probe_id, e.value)
+
+        self.services.sessions.write_transaction(store, what="recording probe progress")
+
+    def step(self) -> None:
+        """One round: collect finished probes, queue new agents (if auto), start queued ones."""
+        self._record(self.backend.poll())
+        if self.services.settings.probe_auto:
+            self.auto_queue()
+        self.start_queued()
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.step()
+            except Exception:
+                log.exception("probe round failed; retrying")
+                self._stop.wait(2.0)
+            self._stop.wait(self.poll_s)
+
+    def start(self) -> ProbeService:
+        self._thread = threading.Thread(target=self.run, name="arena-probes", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the loop and the running probes (they are queued again for the next start)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.backend.stop()
+        self.services.sessions.write_transaction(
+            repo.requeue_running_probes, what="queueing interrupted probes again", idempotent=True)

@@ -1,0 +1,53 @@
+/* Admin integrity view: fetches /api/v1/admin/integrity with the admin's bearer token and draws the flags. */
+"use strict";
+(() => {
+  const form = document.getElementById("integrity-form");
+  if (!form) return;
+  const { num, pct, el } = window.Arena;
+  const status = document.getElementById("integrity-status");
+  const tokenInput = document.getElementById("admin-token");
+  tokenInput.value = sessionStorage.getItem("arenaAdminToken") || "";
+
+  const who = (a) => el("span", {}, el("a", { href: `/agents/${a.agent_id}` }, a.name), a.owner ? ` (${a.owner})` : "");
+  const empty = (cols, text) => el("tr", { class: "empty" }, el("td", { colspan: cols }, text));
+
+  function pairRow(f) {
+    return el("tr", { class: "flag" },
+      el("td", {}, who(f.beneficiary)), el("td", {}, who(f.thrower)), el("td", {}, f.same_owner ? "yes" : "no"),
+      el("td", { class: "n" }, `${f.wins} / ${f.draws} / ${f.losses}`),
+      el("td", { class: "n" }, pct(f.expected_win_share)), el("td", { class: "n" }, pct(f.observed_win_share)),
+      el("td", { class: "n" }, f.adjusted_p.toExponential(1)));
+  }
+
+  function dependenceRow(f) {
+    return el("tr", { class: "flag" },
+      el("td", {}, who(f.agent)), el("td", {}, who(f.opponent)), el("td", {}, f.direction),
+      el("td", { class: "n" }, num(f.mu)), el("td", { class: "n" }, num(f.mu_without)),
+      el("td", { class: "n" }, num(f.shift_sigmas, 1)), el("td", { class: "n" }, `${f.games_vs_opponent} of ${f.games}`));
+  }
+
+  async function check(event) {
+    if (event) event.preventDefault();
+    const token = tokenInput.value.trim();
+    if (!token) return;
+    sessionStorage.setItem("arenaAdminToken", token);
+    const env = document.getElementById("integrity-env").value;
+    status.textContent = "Checking…";
+    const response = await fetch(`${form.dataset.source}?env=${encodeURIComponent(env)}`,
+      { headers: { Accept: "application/json", Authorization: `Bearer ${token}` } });
+    const body = await response.json();
+    if (!response.ok) {
+      status.textContent = body.detail || `error ${response.status}`;
+      return;
+    }
+    document.querySelector("#integrity-pairs tbody").replaceChildren(
+      ...(body.pairs.length ? body.pairs.map(pairRow) : [empty(7, "No pair flagged.")]));
+    document.querySelector("#integrity-dependence tbody").replaceChildren(
+      ...(body.dependence.length ? body.dependence.map(dependenceRow) : [empty(7, "No rating rests on one opponent.")]));
+    status.textContent = `${body.matches} rated matches of ${body.env} examined: ${body.pairs.length} pair flags, ` +
+      `${body.dependence.length} dependence flags (family-wise level ${body.alpha}).`;
+  }
+
+  form.addEventListener("submit", check);
+  if (tokenInput.value) check();
+})();
