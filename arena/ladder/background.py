@@ -6,10 +6,12 @@ One loop, on its own thread:
    against itself and against ``random``. Any forfeit by the agent (an illegal move,
    a non-finite output, an error) rejects it with the reason; otherwise it enters
    placement. The validation matches are stored (unrated) so they can be replayed.
-2. **Ladders.** For every symmetric env with at least two active agents, a batch of
-   rated matches is scheduled by the ladder (placement first), played on the runner
-   (Ray workers or in-process) and recorded exactly once. Placed agents become
-   ``rated``. Batches are paced to ``max_rate`` so a laptop demo stays cool.
+2. **Ladders.** For every symmetric env with at least two active agents, the
+   :class:`~arena.ladder.pacing.LadderPacer` says what to play this round: new and
+   unsettled agents first, pairs chosen for expected information, and once the board
+   has settled only a maintenance trickle (``ARENA_TRICKLE_MATCHES_PER_S``). The
+   matches are played on the runner (Ray workers or in-process) and recorded exactly
+   once. Placed agents become ``rated``. Batches are also capped at ``max_rate``.
 
 (:mod:`arena.ladder.demo` fills an empty database with agents to watch.)
 """
@@ -19,7 +21,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from agents.catalog import make_policy
 from arena.agent_status import ACTIVE, AgentStatus
@@ -27,6 +30,7 @@ from arena.engine import MatchEngine
 from arena.engine.plan import plan_matches
 from arena.engine.records import Termination
 from arena.ladder.dispatch import Ladder, LadderConfig, agent_source, open_ladder
+from arena.ladder.pacing import LadderPacer, PacingConfig
 from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import register_builtin_agents
 from arena.metrics import observe_worker_stats, set_matches_queued, set_queue_depth
@@ -53,6 +57,7 @@ class ServiceConfig:
         validation_matches: Episodes per validation opponent (itself, random).
         idle_sleep_s: Pause when there is nothing to do.
         metrics_every_s: How often queue depths and worker liveness are sampled.
+        pacing: How fast a board plays once settled (its ``batch_size`` is this one's).
     """
 
     envs: tuple[str, ...] = ("connect_four-v3", "tictactoe-v3")
@@ -61,16 +66,21 @@ class ServiceConfig:
     validation_matches: int = 2
     idle_sleep_s: float = 0.5
     metrics_every_s: float = 5.0
+    pacing: PacingConfig = field(default_factory=PacingConfig)
 
 
 class BackgroundService:
     """Validates submissions and runs the ladders until stopped."""
 
-    def __init__(self, services: Services, runner: MatchRunner, config: ServiceConfig | None = None) -> None:
+    def __init__(self, services: Services, runner: MatchRunner, config: ServiceConfig | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.services = services
+        self.clock = clock
         self.runner = runner
         self.config = config or ServiceConfig()
         self.ladders: dict[str, Ladder] = {}
+        self.pacer = LadderPacer(replace(self.config.pacing, batch_size=self.config.batch_size),
+                                 seed=int(time.time()))
         self.engine = MatchEngine(time_budget_s=VALIDATION_TIME_BUDGET_S)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -147,7 +157,11 @@ class BackgroundService:
                                  LadderConfig(env_id, batch_size=self.config.batch_size, seed=int(time.time())))
             self.ladders[env_id] = ladder
         ladder.sync_agents([agent_source(a) for a in agents])
-        return ladder.run(self.runner, self.config.batch_size, stop=self._stop.is_set).recorded
+        plan = self.pacer.plan(env_id, spec.roles, sorted(ladder.sources), ladder.book, ladder.env,
+                               self.clock())
+        if not plan.lineups:
+            return 0
+        return ladder.run(self.runner, len(plan.lineups), stop=self._stop.is_set, lineups=plan.lineups).recorded
 
     def sample_metrics(self) -> None:
         """Queue depths (submissions, matches per env) and live workers, for ``/metrics``."""
