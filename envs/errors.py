@@ -63,3 +63,7 @@ class UnknownMatch(ArenaError):
 
 class ServiceUnavailable(ArenaError):
     """A backing service (database, Redis) did not answer within the bounded wait."""
+
+
+class ReplayNotKept(UnknownMatch):
+    """A match whose action list was dropped by replay retention (its result is kept)."""

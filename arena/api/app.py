@@ -29,12 +29,11 @@ API_VERSION = "1.0.0"
 def _start_background(stack: ExitStack, services: Services) -> None:
     """The scheduler (validation, ladders) on a thread, stopped with the app."""
     from arena.ladder.background import BackgroundService, ServiceConfig
-    from arena.ladder.pacing import pacing_from_settings
     from arena.runners import InProcessRunner
 
     runner = InProcessRunner(services.snapshot_cache_factory()())
     stack.callback(runner.close)
-    service = BackgroundService(services, runner, ServiceConfig(pacing=pacing_from_settings(services.settings))).start()
+    service = BackgroundService(services, runner, ServiceConfig.from_settings(services.settings)).start()
     stack.callback(service.stop)
     log.info("background service started")
 

@@ -198,7 +198,6 @@ def serve(
     from arena.api.app import create_app
     from arena.ladder.background import BackgroundService, ServiceConfig
     from arena.ladder.demo import seed_demo
-    from arena.ladder.pacing import pacing_from_settings
     from arena.logs import configure_logging
     from arena.runners import InProcessRunner
     from arena.settings import get_settings
@@ -208,7 +207,7 @@ def serve(
     configure_logging(settings.log_format, settings.log_level)
     try:
         with open_services(settings) as services:
-            config = ServiceConfig(max_rate=max_rate, pacing=pacing_from_settings(settings))
+            config = ServiceConfig.from_settings(settings, max_rate=max_rate)
             if demo:
                 n = seed_demo(services, config.envs)
                 if n:

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from agents.catalog import make_policy
 from arena.agent_status import ACTIVE, AgentStatus
@@ -30,11 +31,13 @@ from arena.engine import MatchEngine
 from arena.engine.plan import plan_matches
 from arena.engine.records import Termination
 from arena.ladder.dispatch import Ladder, LadderConfig, agent_source, open_ladder
-from arena.ladder.pacing import LadderPacer, PacingConfig
+from arena.ladder.pacing import LadderPacer, PacingConfig, pacing_from_settings
 from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import register_builtin_agents
+from arena.ladder.retention import ReplayRetention
 from arena.metrics import observe_worker_stats, set_matches_queued, set_queue_depth
 from arena.runners import MatchRunner
+from arena.settings import Settings
 from arena.snapshots.cache import load_snapshot_policy
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
@@ -58,6 +61,8 @@ class ServiceConfig:
         idle_sleep_s: Pause when there is nothing to do.
         metrics_every_s: How often queue depths and worker liveness are sampled.
         pacing: How fast a board plays once settled (its ``batch_size`` is this one's).
+        replay_retention_days: Action lists of never-opened matches older than this are
+            dropped (:mod:`arena.ladder.retention`); 0 keeps every replay.
     """
 
     envs: tuple[str, ...] = ("connect_four-v3", "tictactoe-v3")
@@ -67,6 +72,13 @@ class ServiceConfig:
     idle_sleep_s: float = 0.5
     metrics_every_s: float = 5.0
     pacing: PacingConfig = field(default_factory=PacingConfig)
+    replay_retention_days: float = 0.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> ServiceConfig:
+        """The service the ``ARENA_*`` settings ask for (pacing, retention), with ``overrides``."""
+        return cls(**{"pacing": pacing_from_settings(settings),
+                      "replay_retention_days": settings.replay_retention_days, **overrides})
 
 
 class BackgroundService:
@@ -79,6 +91,7 @@ class BackgroundService:
         self.runner = runner
         self.config = config or ServiceConfig()
         self.ladders: dict[str, Ladder] = {}
+        self.retention = ReplayRetention(services.sessions, self.config.replay_retention_days)
         self.pacer = LadderPacer(replace(self.config.pacing, batch_size=self.config.batch_size),
                                  seed=int(time.time()))
         self.engine = MatchEngine(time_budget_s=VALIDATION_TIME_BUDGET_S)
@@ -180,6 +193,8 @@ class BackgroundService:
             self._sampled_at = time.monotonic()
             self.sample_metrics()
         self.process_submissions()
+        if self.retention.due(self.clock()):
+            self.retention.run(self.clock())
         played = 0
         for env_id in self.config.envs:
             start = time.perf_counter()

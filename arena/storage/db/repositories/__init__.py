@@ -68,6 +68,12 @@ from arena.storage.db.repositories.ratings import (
     rating_points,
     upsert_ratings,
 )
+from arena.storage.db.repositories.retention import (
+    ReplayState,
+    drop_old_replays,
+    mark_replay_requested,
+    replay_state,
+)
 from arena.storage.db.repositories.snapshots import (
     SnapshotInfo,
     get_snapshot_weights,
@@ -94,6 +100,7 @@ __all__ = [
     "MatchPage",
     "Participant",
     "QueuedJob",
+    "ReplayState",
     "SnapshotInfo",
     "StoredMatch",
     "StoredRating",
@@ -111,6 +118,7 @@ __all__ = [
     "create_league",
     "create_user",
     "dequeue_matches",
+    "drop_old_replays",
     "enqueue_matches",
     "ensure_env",
     "existing_match_ids",
@@ -137,6 +145,7 @@ __all__ = [
     "list_agents",
     "list_snapshots",
     "load_ratings",
+    "mark_replay_requested",
     "match_history",
     "match_row",
     "page_agents",
@@ -147,6 +156,7 @@ __all__ = [
     "queued_matches",
     "rating_history",
     "rating_points",
+    "replay_state",
     "revoke_api_token",
     "set_agent_status",
     "snapshot_specs",
