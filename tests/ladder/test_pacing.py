@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from arena.agent_status import AgentStatus
 from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.ladder.pacing import PacingConfig, choose_lineups
 from arena.ladder.registration import register_builtin_agents, register_env
@@ -104,3 +105,20 @@ def test_the_live_pair_choice_prefers_unsettled_agents():
     lineups = choose_lineups([*keys, "new"], ("player", "player"), book, 64, np.random.default_rng(0), env=env)
     with_new = sum("new" in lineup for lineup in lineups)
     assert with_new >= 48, lineups
+
+
+def test_a_retirement_plays_one_check_burst_then_the_board_rests_again(services):
+    clock = Clock()
+    service = _service(services, clock, PacingConfig(trickle_matches_per_s=1.0, trickle_batch=16))
+    _settle(service, clock)
+    with services.sessions.begin() as session:
+        agent = repo.get_agent_by_key(session, ENV, "heuristic:epsilon=0.3")
+        assert repo.set_agent_status(session, agent.id, AgentStatus.RETIRED)
+    burst = service.step()
+    assert burst >= 16 and service.pacer.phase(ENV) == Phase.CHECK
+    with services.sessions() as session:
+        newest = repo.match_history(session, env_id=ENV, limit=burst).matches
+    assert not any("heuristic:epsilon=0.3" in m.seats for m in newest)  # retired: off the board
+    clock.now += 0.1
+    assert service.step() == 0 and service.pacer.phase(ENV) == Phase.SETTLED
+    service.stop()
