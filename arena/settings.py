@@ -30,6 +30,9 @@ Every field has a default that works on a fresh machine::
     ARENA_CHALLENGE_MATCHES_PER_HOUR  2000 challenge matches per user
     ARENA_CHALLENGES_IN_FLIGHT        2 challenges per user at a time
     (a limit of 0 turns it off; the admin token is never limited)
+    ARENA_TRICKLE_MATCHES_PER_S  1 rated match/s per env once its board has settled
+    ARENA_LADDER_SETTLE       true (false: ladders play flat out forever, the old way)
+    ARENA_REPLAY_RETENTION_DAYS  30 (action lists of older, never-viewed matches dropped; 0 keeps all)
 
 There is no module-level settings object: :func:`get_settings` builds one from the
 environment and memoizes it; tests call ``get_settings.cache_clear()`` after changing
@@ -153,6 +156,20 @@ class Settings(BaseSettings):
     probe_backend: Literal["auto", "ray", "process"] = Field(
         default="auto",
         description="Where probes run: ray tasks, a spawned process each, or auto (ray when initialized).",
+    )
+    trickle_matches_per_s: float = Field(
+        default=1.0, gt=0.0,
+        description="Rated matches per second per env once its board has settled (the maintenance "
+        "trickle; see arena.ladder.pacing).",
+    )
+    ladder_settle: bool = Field(
+        default=True,
+        description="Let settled boards rest (only the trickle); false plays every ladder flat out forever.",
+    )
+    replay_retention_days: float = Field(
+        default=30.0, ge=0.0,
+        description="Drop the action lists of matches older than this that nobody ever viewed "
+        "(results and ratings are kept); 0 keeps every replay.",
     )
     host: str = Field(default="127.0.0.1", description="HTTP bind address.")
     port: int = Field(default=8000, ge=1, le=65535, description="HTTP port.")

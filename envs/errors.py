@@ -71,3 +71,7 @@ class TooManyRequests(ArenaError):
     def __init__(self, message: str, retry_after_s: int) -> None:
         super().__init__(message)
         self.retry_after_s = max(1, int(retry_after_s))
+
+
+class ReplayNotKept(UnknownMatch):
+    """A match whose action list was dropped by replay retention (its result is kept)."""

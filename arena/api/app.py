@@ -31,12 +31,12 @@ OPENAPI_URL = "/openapi.json"
 
 def _start_background(stack: ExitStack, services: Services) -> None:
     """The scheduler (validation, ladders) on a thread, stopped with the app."""
-    from arena.ladder.background import BackgroundService
+    from arena.ladder.background import BackgroundService, ServiceConfig
     from arena.runners import InProcessRunner
 
     runner = InProcessRunner(services.snapshot_cache_factory()())
     stack.callback(runner.close)
-    service = BackgroundService(services, runner).start()
+    service = BackgroundService(services, runner, ServiceConfig.from_settings(services.settings)).start()
     stack.callback(service.stop)
     _start_probes(stack, services)
     log.info("background service started")

@@ -202,7 +202,6 @@ def serve(
     from arena.evaluation.probes import ProbeService
     from arena.ladder.background import BackgroundService, ServiceConfig
     from arena.ladder.demo import seed_demo
-    from arena.ladder.registration import ladder_envs
     from arena.logs import configure_logging
     from arena.runners import InProcessRunner
     from arena.settings import get_settings
@@ -212,7 +211,7 @@ def serve(
     configure_logging(settings.log_format, settings.log_level)
     try:
         with open_services(settings) as services:
-            config = ServiceConfig(envs=ladder_envs(settings.envs), max_rate=max_rate)
+            config = ServiceConfig.from_settings(settings, max_rate=max_rate)
             if demo:
                 n = seed_demo(services, config.envs)
                 if n:

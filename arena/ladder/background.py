@@ -8,12 +8,15 @@ One loop, on its own thread:
    placement. The validation matches are stored (unrated) so they can be replayed.
    In a role env the agent plays its role against ``random`` in the other roles.
 2. **Ladders.** For every served env (``ARENA_ENVS``: every built-in env by default)
-   whose every role has an active agent (two in a symmetric env), a batch of rated
-   matches is scheduled by the ladder (placement first), played on the runner (Ray
+   whose every role has an active agent (two in a symmetric env), the
+   :class:`~arena.ladder.pacing.LadderPacer` says what to play this round: new and
+   unsettled agents first, line-ups chosen for expected information (each agent only
+   in the role it plays), and once the board has settled only a maintenance trickle
+   (``ARENA_TRICKLE_MATCHES_PER_S``). The matches are played on the runner (Ray
    workers or in-process) and recorded exactly once. Placed agents become ``rated``.
    Where a role has nobody yet, every active agent's status reason says what it waits
-   for ("waiting for a seeker opponent"). Batches are paced to ``max_rate`` and sized
-   to take about ``round_s`` (a hide-and-seek match costs ~100x a tic-tac-toe one),
+   for ("waiting for a seeker opponent"). Batches are capped at ``max_rate`` and at
+   about ``round_s`` of play (a hide-and-seek match costs ~100x a tic-tac-toe one),
    so one slow env never holds up submissions or the other ladders.
 
 (:mod:`arena.ladder.demo` fills an empty database with agents to watch.)
@@ -24,7 +27,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from agents.catalog import make_policy
 from arena.agent_status import ACTIVE, AgentStatus
@@ -32,10 +37,13 @@ from arena.engine import MatchEngine
 from arena.engine.plan import plan_matches
 from arena.engine.records import Termination
 from arena.ladder.dispatch import Ladder, LadderConfig, agent_source, open_ladder, waiting_reason
+from arena.ladder.pacing import LadderPacer, PacingConfig, pacing_from_settings
 from arena.ladder.recorder import record_unrated
-from arena.ladder.registration import register_builtin_agents
+from arena.ladder.registration import ladder_envs, register_builtin_agents
+from arena.ladder.retention import ReplayRetention
 from arena.metrics import observe_worker_stats, set_matches_queued, set_queue_depth
 from arena.runners import MatchRunner
+from arena.settings import Settings
 from arena.snapshots.cache import load_snapshot_policy
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
@@ -65,6 +73,9 @@ class ServiceConfig:
         validation_matches: Episodes per validation opponent (itself, random).
         idle_sleep_s: Pause when there is nothing to do.
         metrics_every_s: How often queue depths and worker liveness are sampled.
+        pacing: How fast a board plays once settled (its ``batch_size`` is this one's).
+        replay_retention_days: Action lists of never-opened matches older than this are
+            dropped (:mod:`arena.ladder.retention`); 0 keeps every replay.
     """
 
     envs: tuple[str, ...] = field(default_factory=builtin_env_ids)
@@ -76,16 +87,29 @@ class ServiceConfig:
     validation_matches: int = 2
     idle_sleep_s: float = 0.5
     metrics_every_s: float = 5.0
+    pacing: PacingConfig = field(default_factory=PacingConfig)
+    replay_retention_days: float = 0.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> ServiceConfig:
+        """The service the ``ARENA_*`` settings ask for (envs, pacing, retention), with ``overrides``."""
+        return cls(**{"envs": ladder_envs(settings.envs), "pacing": pacing_from_settings(settings),
+                      "replay_retention_days": settings.replay_retention_days, **overrides})
 
 
 class BackgroundService:
     """Validates submissions and runs the ladders until stopped."""
 
-    def __init__(self, services: Services, runner: MatchRunner, config: ServiceConfig | None = None) -> None:
+    def __init__(self, services: Services, runner: MatchRunner, config: ServiceConfig | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.services = services
+        self.clock = clock
         self.runner = runner
         self.config = config or ServiceConfig()
         self.ladders: dict[str, Ladder] = {}
+        self.retention = ReplayRetention(services.sessions, self.config.replay_retention_days)
+        self.pacer = LadderPacer(replace(self.config.pacing, batch_size=self.config.batch_size),
+                                 seed=int(time.time()))
         self.engine = MatchEngine(time_budget_s=VALIDATION_TIME_BUDGET_S)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -166,17 +190,20 @@ class BackgroundService:
         if missing:
             self._say_waiting(agents, waiting_reason(missing))
             return 0
-        n = self._batch_size(env_id)
-        ladder.config.batch_size = n
+        plan = self.pacer.plan(env_id, ladder.spec.roles, sorted(ladder.sources), ladder.book, ladder.env,
+                               self.clock(), plays=ladder.plays)
+        lineups = plan.lineups[:self._batch_size(env_id)]
+        if not lineups:
+            return 0
         start = time.perf_counter()
-        recorded = ladder.run(self.runner, n, stop=self._stop.is_set).recorded
+        recorded = ladder.run(self.runner, len(lineups), stop=self._stop.is_set, lineups=lineups).recorded
         if recorded:
             per_match = (time.perf_counter() - start) / recorded
             self._match_s[env_id] = 0.5 * (self._match_s.get(env_id, per_match) + per_match)
         return recorded
 
     def _batch_size(self, env_id: str) -> int:
-        """Matches for the next batch: about ``round_s`` of play at the measured pace."""
+        """Most matches for the next batch: about ``round_s`` of play at the measured pace."""
         cfg = self.config
         per_match = self._match_s.get(env_id)
         if per_match is None:  # first batch: full on a vectorized core, else small to measure the pace
@@ -206,6 +233,8 @@ class BackgroundService:
             self._sampled_at = time.monotonic()
             self.sample_metrics()
         self.process_submissions()
+        if self.retention.due(self.clock()):
+            self.retention.run(self.clock())
         played = 0
         for env_id in self.config.envs:
             start = time.perf_counter()

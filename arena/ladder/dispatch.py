@@ -1,10 +1,12 @@
 """The ladder service: schedule rated matches, play them on a runner, record them.
 
-One loop: pairings are drawn from the current ratings (placement first, then by
-match quality), turned into jobs whose ids exist before dispatch, written to the
-persisted match queue, played by a :class:`~arena.runners.MatchRunner` (in-process or
-Ray) with bounded in-flight work, and recorded exactly once with ratings updated (and
-the jobs dequeued) in the same transaction.
+One loop: line-ups are chosen from the current ratings for expected information
+(:func:`arena.ladder.pacing.choose_lineups`: unsettled agents first), or handed in
+by the caller (the service's :class:`~arena.ladder.pacing.LadderPacer`), turned into
+jobs whose ids exist before dispatch, written to the persisted match queue, played
+by a :class:`~arena.runners.MatchRunner` (in-process or Ray) with bounded in-flight
+work, and recorded exactly once with ratings updated (and the jobs dequeued) in the
+same transaction.
 
 Whatever a previous run left in the queue — it was stopped, killed, or lost its
 database for longer than ``db_retry_s`` — is dispatched first, with the same ids and
@@ -17,7 +19,7 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -27,6 +29,7 @@ from sqlalchemy.orm import Session
 from agents.policy import derive_seed
 from arena.agent_status import AgentStatus
 from arena.engine import MatchJob
+from arena.ladder.pacing import choose_lineups
 from arena.ladder.recorder import MatchRecorder, load_book
 from arena.ladder.registration import register_builtin_agents, register_env
 from arena.metrics import set_in_flight
@@ -36,9 +39,8 @@ from arena.storage.db import repositories as repo
 from arena.storage.retry import retry_transient
 from envs.errors import UnknownAgent
 from envs.registry import get_spec
-from league.rating_book import DEFAULT_TARGET_SIGMA, RatingBook, sample_ladder_pairs
+from league.rating_book import DEFAULT_TARGET_SIGMA, RatingBook
 from league.ratings import RatingEnv
-from league.scheduling import SchedulerConfig, information_lineups
 
 log = logging.getLogger(__name__)
 
@@ -179,18 +181,6 @@ class Ladder:
         return [r for r in dict.fromkeys(self.spec.roles)
                 if not any(self.plays.get(k) in (None, r) for k in self.sources)]
 
-    def _lineups(self, n: int, rng: np.random.Generator) -> list[tuple[str, ...]]:
-        """``n`` line-ups (one agent key per team) for the next batch."""
-        keys = sorted(self.sources)
-        if self.spec.symmetric:
-            role = self.spec.roles[0]
-            ratings = [self.book.rating((k, role)) for k in keys]
-            pairs = sample_ladder_pairs(ratings, n, rng, env=self.env, target_sigma=self.config.target_sigma)
-            return [(keys[i], keys[j]) for i, j in pairs]
-        return information_lineups(keys, self.spec.roles, self.book, n, rng, env=self.env,
-                                   config=SchedulerConfig(target_sigma=self.config.target_sigma),
-                                   plays=self.plays)
-
     def _db(self, work: Callable[[], T], what: str) -> T:
         return retry_transient(work, timeout_s=self.config.db_retry_s, what=f"{self.spec.env_id} ladder: {what}")
 
@@ -234,15 +224,19 @@ class Ladder:
                                         what=f"{self.spec.env_id} ladder: queueing batch {batch_key}",
                                         timeout_s=self.config.db_retry_s, idempotent=True)
 
-    def _batches(self, total: int, progress: LadderProgress) -> Iterator[MatchBatch]:
+    def _batches(self, total: int, progress: LadderProgress,
+                 lineups: Sequence[tuple[str, ...]] | None = None) -> Iterator[MatchBatch]:
         rng = np.random.default_rng(self.config.seed)
+        keys = sorted(self.sources)
         start = self._db(self._matches_so_far, "counting matches")
         run_id = uuid.uuid4().hex
         for b, lo in enumerate(range(0, total, self.config.batch_size)):
             n = min(self.config.batch_size, total - lo)
+            chosen = (lineups[lo:lo + n] if lineups is not None
+                      else choose_lineups(keys, self.spec.roles, self.book, n, rng, env=self.env, plays=self.plays))
             seeds = derive_seed(self.config.seed, np.arange(start + lo, start + lo + n)).tolist()
-            jobs = [MatchJob(seed=s, agents=lineup, match_id=str(uuid.uuid4()))
-                    for s, lineup in zip(seeds, self._lineups(n, rng))]
+            jobs = [MatchJob(seed=s, agents=tuple(lineup), match_id=str(uuid.uuid4()))
+                    for s, lineup in zip(seeds, chosen)]
             batch_key = f"{run_id}:{b}"
             self._enqueue(batch_key, jobs)
             progress.scheduled += n
@@ -265,8 +259,13 @@ class Ladder:
 
     def run(self, runner: MatchRunner, matches: int,
             on_progress: Callable[[LadderProgress], None] | None = None,
-            stop: Callable[[], bool] = lambda: False) -> LadderProgress:
+            stop: Callable[[], bool] = lambda: False,
+            lineups: Sequence[tuple[str, ...]] | None = None) -> LadderProgress:
         """Dispatch what the queue holds, then play and record ``matches`` new rated matches.
+
+        The line-ups are chosen batch by batch for expected information, unless
+        ``lineups`` (agent keys per team, in team order) are given: then exactly those
+        are played and ``matches`` is ignored.
 
         Once ``stop()`` is true nothing more is dispatched and the run returns after the
         batch being recorded; matches still in flight stay queued for the next run.
@@ -280,7 +279,9 @@ class Ladder:
             raise ValueError(f"{self.spec.env_id}: {waiting_reason(missing)}; "
                              "add agents for every role (at least two in a symmetric env) before running")
         progress = LadderProgress()
-        batches = itertools.chain(self._resumed_batches(progress), self._batches(matches, progress))
+        if lineups is not None:
+            matches = len(lineups)
+        batches = itertools.chain(self._resumed_batches(progress), self._batches(matches, progress, lineups))
         for batch, records in runner.run(self._paced(batches, stop)):
             outcome = self.recorder.record(records, self.agent_ids)
             self.book.standings.update(outcome.book.standings)

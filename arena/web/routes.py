@@ -41,10 +41,11 @@ from arena.read.pages import (
     recent_matches,
     waiting_data,
 )
+from arena.read.replays import open_replay
 from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
 from arena.web.filters import FILTERS
-from envs.errors import UnknownEnv
+from envs.errors import ReplayNotKept, UnknownEnv
 from envs.registry import get_spec, list_envs
 
 WEB_DIR = Path(__file__).resolve().parent
@@ -184,12 +185,16 @@ def web_router() -> APIRouter:
         if data is None:
             return not_found(request, f"match {match_id}")
         stored = repo.get_match(session, match_id)
-        frames = match_frames(stored.to_record())
+        try:
+            open_replay(session, app_sessions(request), stored)
+            frames = match_frames(stored.to_record())
+        except ReplayNotKept as exc:
+            frames = {"kind": "none", "reason": str(exc)}
         return page(request, "match.html", title=f"Match {data['seq']}", match=data, frames=frames)
 
     @router.get(f"{API_PREFIX}/matches/{{match_id}}/frames", tags=["matches"],
                 summary="Replay frames of a match", responses=error_responses(404))
-    def frames(match_id: str, session: SessionDep) -> dict[str, Any]:
+    def frames(request: Request, match_id: str, session: SessionDep) -> dict[str, Any]:
         """Every position of a match, re-simulated from its record, for drawing it.
 
         Board games: ``{"kind": "board", "rows", "cols", "frames", "moves", "seats",
@@ -204,6 +209,7 @@ def web_router() -> APIRouter:
         stored = repo.get_match(session, match_id)
         if stored is None:
             raise HTTPException(status_code=404, detail=f"no match with id {match_id!r}")
+        open_replay(session, app_sessions(request), stored)
         return match_frames(stored.to_record())
 
     return router

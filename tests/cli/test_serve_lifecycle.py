@@ -34,7 +34,10 @@ class Serve:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         env = {**os.environ, "ARENA_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT), "COLUMNS": "200",
-               "ARENA_ENVS": ",".join(ENVS)}  # the two-seat board games: every match has 2 participants
+               "ARENA_ENVS": ",".join(ENVS),  # the two-seat board games: every match has 2 participants
+               # Flat out, so batches are in flight to kill (a settled board only trickles);
+               # no probes competing for the CPU.
+               "ARENA_LADDER_SETTLE": "false", "ARENA_PROBE_AUTO": "false"}
         env.pop("ARENA_DATABASE_URL", None)
         env.pop("ARENA_REDIS_URL", None)
         self.log = (data_dir / f"serve-{time.monotonic_ns()}.log").open("wb")

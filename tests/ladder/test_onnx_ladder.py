@@ -13,6 +13,7 @@ import pytest
 
 from arena.engine.plan import plan_matches
 from arena.ladder.background import BackgroundService, ServiceConfig
+from arena.ladder.pacing import PacingConfig
 from arena.ladder.registration import register_builtin_agents
 from arena.ladder.submissions import Submission, submit_agent
 from arena.runners import AgentSource, InProcessRunner, MatchBatch
@@ -52,7 +53,8 @@ def test_the_ladder_plays_onnx_agents_and_forfeits_their_misbehaviour(services):
         register_builtin_agents(session, ENV, ["random", "heuristic"])
     cache = SnapshotCache(services.pool, time_limit_s=TIME_LIMIT_S)
     service = BackgroundService(services, InProcessRunner(cache),
-                                ServiceConfig(envs=(ENV,), batch_size=120, max_rate=1e9))
+                                ServiceConfig(envs=(ENV,), batch_size=120, max_rate=1e9,
+                                              pacing=PacingConfig(settle=False)))  # whole batches
     try:
         # Validation batches have at most 4 rows: the play-time hostiles behave there.
         assert service.process_submissions() == 3

@@ -8,6 +8,7 @@ and stored through the repositories, as the service stores validation matches.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from agents.catalog import make_policy
@@ -42,9 +43,16 @@ class SeededArena:
     ladders: dict[str, Ladder] = field(default_factory=dict)
     tag_match_id: str = ""
 
-    def play(self, env_id: str, matches: int) -> int:
-        """Play and record more rated matches on ``env_id``'s ladder."""
-        return self.ladders[env_id].run(InProcessRunner(), matches).recorded
+    def play(self, env_id: str, matches: int, lineups: list[tuple[str, ...]] | None = None) -> int:
+        """Play and record more rated matches on ``env_id``'s ladder (its own pairs, or ``lineups``)."""
+        return self.ladders[env_id].run(InProcessRunner(), matches, lineups=lineups).recorded
+
+
+def round_robin(agents: tuple[str, ...], n: int) -> list[tuple[str, str]]:
+    """``n`` line-ups cycling over every ordered pair: every cell of the payoff page gets data
+    (the ladder's own pairs skip the matches whose result is already certain)."""
+    pairs = list(itertools.permutations(agents, 2))
+    return [pairs[i % len(pairs)] for i in range(n)]
 
 
 def seed_arena(url: str, c4_matches: int = 300, ttt_matches: int = 60) -> SeededArena:
@@ -60,9 +68,12 @@ def seed_arena(url: str, c4_matches: int = 300, ttt_matches: int = 60) -> Seeded
         ladder = open_ladder(sessions, LadderConfig(env_id, batch_size=100, seed=11))
         ladder.add_agents([AgentSource(key=a, builtin=a) for a in agents])
         arena.ladders[env_id] = ladder
-        arena.play(env_id, n)
+        arena.play(env_id, n, round_robin(agents, n))
     arena.ladders[C4].add_agents([AgentSource(key=NEWCOMER, builtin=NEWCOMER)])
-    arena.play(C4, NEWCOMER_MATCHES)
+    # Half of the newcomer's placement: it stays the least certain agent on the board.
+    cycle = [(NEWCOMER, "heuristic"), ("heuristic:epsilon=0.5", "random"), ("heuristic", NEWCOMER),
+             ("random", "heuristic:epsilon=0.5")]
+    arena.play(C4, NEWCOMER_MATCHES, [cycle[i % len(cycle)] for i in range(NEWCOMER_MATCHES)])
     arena.tag_match_id = record_unrated_tag_match(sessions)
     return arena
 

@@ -8,10 +8,11 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request, Response
 from pydantic_core import to_json
 
-from arena.api.deps import SessionDep
+from arena.api.deps import ServicesDep, SessionDep
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, MatchesPublic, MatchPublic
 from arena.api.state import ApiState
+from arena.read.replays import open_replay
 from arena.read.summaries import match_summaries
 from arena.storage.db import repositories as repo
 from envs.errors import InvalidParameter, UnknownMatch
@@ -74,12 +75,17 @@ def _page_body(state: ApiState, key: tuple) -> bytes:
     return body
 
 
-@router.get("/matches/{match_id}", response_model=MatchPublic, responses=error_responses(404, 422))
+@router.get("/matches/{match_id}", response_model=MatchPublic, responses=error_responses(404, 410, 422))
 def get_match(
-    match_id: Annotated[str, Path(max_length=64, description="Match UUID.")], session: SessionDep
+    match_id: Annotated[str, Path(max_length=64, description="Match UUID.")], session: SessionDep,
+    services: ServicesDep,
 ) -> MatchPublic:
-    """One match: the full record (seed, weights, actions) needed to replay it."""
+    """One match: the full record (seed, weights, actions) needed to replay it.
+
+    Opening it keeps its replay; one that replay retention already dropped answers 410.
+    """
     match = repo.get_match(session, match_id) if _UUID.fullmatch(match_id) else None
     if match is None:
         raise UnknownMatch(f"no match with id {match_id[:64]!r}")
+    open_replay(session, services.sessions, match)
     return MatchPublic(**match_summaries(session, [match], full=True)[0])

@@ -166,6 +166,9 @@ class Match(Base):
     detail: Mapped[str] = mapped_column(Text(), default="", server_default="")
     rated: Mapped[bool] = mapped_column(default=True, server_default=true())
     created_at: Mapped[datetime] = _created_at()
+    # Replay retention (migration 0006_retention): opened once, kept; dropped: ``actions`` emptied.
+    replay_requested: Mapped[bool] = mapped_column(default=False, server_default=false())
+    replay_dropped: Mapped[bool] = mapped_column(default=False, server_default=false())
 
 
 class MatchParticipant(Base):

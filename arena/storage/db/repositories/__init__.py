@@ -93,6 +93,12 @@ from arena.storage.db.repositories.ratings import (
     rating_points,
     upsert_ratings,
 )
+from arena.storage.db.repositories.retention import (
+    ReplayState,
+    drop_old_replays,
+    mark_replay_requested,
+    replay_state,
+)
 from arena.storage.db.repositories.snapshots import (
     SnapshotInfo,
     get_snapshot_weights,
@@ -122,6 +128,7 @@ __all__ = [
     "ProbeInfo",
     "QueuedJob",
     "RatedPair",
+    "ReplayState",
     "SnapshotInfo",
     "StoredMatch",
     "StoredRating",
@@ -143,6 +150,7 @@ __all__ = [
     "create_league",
     "create_user",
     "dequeue_matches",
+    "drop_old_replays",
     "enqueue_matches",
     "ensure_env",
     "existing_match_ids",
@@ -176,6 +184,7 @@ __all__ = [
     "list_leagues",
     "list_snapshots",
     "load_ratings",
+    "mark_replay_requested",
     "match_history",
     "match_row",
     "page_agents",
@@ -189,6 +198,7 @@ __all__ = [
     "rating_history",
     "rating_points",
     "replace_generations",
+    "replay_state",
     "requeue_running_probes",
     "revoke_api_token",
     "seat_counts",

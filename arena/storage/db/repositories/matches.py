@@ -47,6 +47,8 @@ _MATCH_DEFAULTS: dict[str, Any] = {
     "forfeit_seat": None,
     "detail": "",
     "rated": True,
+    "replay_requested": False,
+    "replay_dropped": False,
 }
 _REQUIRED = ("id", "env_id", "seed", "seats", "actions", "scores", "termination")
 
