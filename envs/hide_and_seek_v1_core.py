@@ -119,7 +119,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
 
     def _refresh(self, rows: np.ndarray) -> None:
         super()._refresh(rows)
-        self._prep_ramps[rows] = self._ramps_defended()[rows]
+        self._prep_ramps[rows] = self.ramps_defended()[rows]
 
     def step(self, actions: np.ndarray):
         """As :meth:`HideAndSeekCore.step`, then the phase detectors advance."""
@@ -133,7 +133,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
         extra = (self._last_vis & ~self._ground_vis)[:, seekers][:, :, hiders].any(-1)
         self.ramp_used |= live & ((self.vaulted[:, seekers] | (up & extra)).any(-1))
         now = live & (self.t == self.prep_steps)
-        self._prep_ramps[now] = self._ramps_defended()[now]
+        self._prep_ramps[now] = self.ramps_defended()[now]
         return obs, rewards, dones, masks
 
     def _door_status(self) -> np.ndarray:
@@ -143,7 +143,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
         locks = self.box_lock[self._rows[:, None], np.maximum(objs, 0)]
         return np.stack([blocked, blocked & (locks == HIDERS).all(1)])
 
-    def _ramps_defended(self) -> np.ndarray:
+    def ramps_defended(self) -> np.ndarray:
         """``(n_envs,)``: every ramp is locked by the hiders or inside the room."""
         ramps = np.flatnonzero(self.is_ramp)
         if len(ramps) == 0:
@@ -165,15 +165,22 @@ class HideAndSeekV1Core(HideAndSeekCore):
             "chasing": self.seen_steps / post,
             "fort": self.door_block_status(locked=False).astype(np.float64),
             "ramp_use": self.ramp_used.astype(np.float64),
-            "ramp_defense": np.where(done_prep, self._prep_ramps, self._ramps_defended()).astype(np.float64),
+            "ramp_defense": np.where(done_prep, self._prep_ramps, self.ramps_defended()).astype(np.float64),
         }
 
-    def door_fraction(self) -> np.ndarray:
-        """``(n_envs,)`` share of the room's distinct doors that hold a box now (shaping)."""
-        objs = self.box_at[self._rows[:, None], self.doors[..., 0], self.doors[..., 1]]
-        held = ((objs >= 0) & ~self.is_ramp_ext[objs]).astype(np.float64)
+    def fort_potential(self) -> np.ndarray:
+        """``(n_envs,)`` in ``[0, 1]``: how close the boxes are to closing the doors (shaping).
+
+        Per distinct door ``1 - d / (2 * size)`` with ``d`` the L1 distance of the nearest
+        box (1 when a box is in the door), averaged over the doors.
+        """
+        boxes = self.box_pos[:, ~self.is_ramp]
+        if boxes.shape[1] == 0:
+            return np.zeros(self.n_envs)
+        dist = np.abs(self.doors[:, :, None, :] - boxes[:, None, :, :]).sum(-1).min(-1)  # (n, 2)
+        value = 1.0 - dist / (2.0 * self.size)
         same = (self.doors[:, 0] == self.doors[:, 1]).all(-1)
-        return np.where(same, held[:, 0], held.mean(1))
+        return np.where(same, value[:, 0], value.mean(1))
 
     # ----------------------------------------------------------------- dynamics
     def elevated(self) -> np.ndarray:
