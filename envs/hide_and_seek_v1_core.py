@@ -47,6 +47,8 @@ class HideAndSeekV1Core(HideAndSeekCore):
         n_ramps: Ramps (default 1).
         layout: ``"quadrant"`` (default) or ``"random"`` (v0's random rooms), see
             :mod:`envs.hide_and_seek_v1_grid`.
+        box_by_door: Training curriculum: layouts start boxes next to the doors inside
+            (an attribute read at every reset, so a trainer may switch it off).
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
         view_size: int = 9,
         n_doors: int | None = None,
         layout: str = "quadrant",
+        box_by_door: bool = False,
     ) -> None:
         if layout not in grid1.LAYOUTS:
             raise ValueError(f"layout must be one of {grid1.LAYOUTS}, got {layout!r}")
@@ -73,7 +76,8 @@ class HideAndSeekV1Core(HideAndSeekCore):
             raise ValueError("hiders and boxes must fit in the quadrant room")
         super().__init__(n_envs, size=size, n_hiders=n_hiders, n_seekers=n_seekers,
                          n_boxes=n_boxes + n_ramps, max_steps=max_steps, prep_fraction=prep_fraction,
-                         vision_radius=vision_radius, view_size=view_size, n_doors=n_doors)
+                         vision_radius=vision_radius, view_size=view_size, n_doors=n_doors,
+                         box_by_door=box_by_door)
         self.n_real_boxes, self.n_ramps, self.layout = n_boxes, n_ramps, layout
         self.is_ramp = np.arange(max(self.n_boxes, 1)) >= n_boxes
         self.is_ramp_ext = np.append(self.is_ramp, False)  # index -1 (no object): not a ramp
@@ -91,7 +95,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
         """The layout of ``seed`` under this core's settings."""
         draw = grid1.quadrant_layout if self.layout == "quadrant" else grid1.random_room_layout
         return draw(self.size, self.n_hiders, self.n_seekers, self.n_real_boxes, self.n_ramps,
-                    int(seed), self.n_doors)
+                    int(seed), self.n_doors, self.box_by_door)
 
     def reset(self, seeds, rows=None):
         rows = self._rows if rows is None else np.asarray(rows)
@@ -171,14 +175,14 @@ class HideAndSeekV1Core(HideAndSeekCore):
     def fort_potential(self) -> np.ndarray:
         """``(n_envs,)`` in ``[0, 1]``: how close the boxes are to closing the doors (shaping).
 
-        Per distinct door ``1 - d / (2 * size)`` with ``d`` the L1 distance of the nearest
-        box (1 when a box is in the door), averaged over the doors.
+        Per distinct door 1 when a box is in it, else ``0.5 * (1 - d / size)`` with ``d``
+        the L1 distance of the nearest box; averaged over the doors.
         """
         boxes = self.box_pos[:, ~self.is_ramp]
         if boxes.shape[1] == 0:
             return np.zeros(self.n_envs)
         dist = np.abs(self.doors[:, :, None, :] - boxes[:, None, :, :]).sum(-1).min(-1)  # (n, 2)
-        value = 1.0 - dist / (2.0 * self.size)
+        value = np.where(dist == 0, 1.0, 0.5 * (1.0 - dist / self.size))
         same = (self.doors[:, 0] == self.doors[:, 1]).all(-1)
         return np.where(same, value[:, 0], value.mean(1))
 

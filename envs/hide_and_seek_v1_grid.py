@@ -45,12 +45,14 @@ class LayoutV1(Layout):
 
 def quadrant_layout(
     size: int, n_hiders: int, n_seekers: int, n_boxes: int, n_ramps: int, seed: int,
-    n_doors: int | None = None,
+    n_doors: int | None = None, box_by_door: bool = False,
 ) -> LayoutV1:
     """Draw a quadrant layout (see the module docstring) from ``seed``.
 
     Args:
         n_doors: ``None``: one or two doors drawn from ``seed``; ``1`` or ``2`` forces it.
+        box_by_door: Training curriculum: box ``i`` starts on the room cell next to door
+            ``i`` (one push from blocking it); nothing else about the draw changes.
     """
     rng = np.random.default_rng(seed)
     m = size // 2
@@ -71,6 +73,12 @@ def quadrant_layout(
     outs = rng.choice(outside, n_seekers + n_ramps, replace=False)
     cells = np.stack(np.unravel_index(np.concatenate([ins, outs]), walls.shape), -1).astype(np.int64)
     k = n_hiders + n_boxes
+    if box_by_door:
+        distinct = doors[:1] if (doors[0] == doors[1]).all() else doors
+        for i, door in enumerate(distinct[:n_boxes]):
+            by = door + MOVES
+            by = by[((by >= 0) & (by < size)).all(-1)]
+            cells[n_hiders + i] = by[room[by[:, 0], by[:, 1]]][0]
     return LayoutV1(
         walls=np.ascontiguousarray(walls),
         doors=doors.astype(np.int64),
@@ -116,11 +124,11 @@ def room_mask(walls: np.ndarray, doors: np.ndarray) -> np.ndarray:
 
 def random_room_layout(
     size: int, n_hiders: int, n_seekers: int, n_boxes: int, n_ramps: int, seed: int,
-    n_doors: int | None = None,
+    n_doors: int | None = None, box_by_door: bool = False,
 ) -> LayoutV1:
     """v0's random layout of ``seed`` (:func:`envs.hide_and_seek_grid.random_layout`), ramps
     added outside the room (away from doors and everything else) from a second stream."""
-    base = grid.random_layout(size, n_hiders, n_seekers, n_boxes, seed, n_doors)
+    base = grid.random_layout(size, n_hiders, n_seekers, n_boxes, seed, n_doors, box_by_door)
     room = room_mask(base.walls, base.doors)
     free = ~room & ~base.walls & ~grid.near_doors(base.walls.shape, base.doors)
     for cells in (base.hiders, base.seekers, base.boxes):

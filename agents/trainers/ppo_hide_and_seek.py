@@ -139,7 +139,7 @@ def make_core(cfg: HideAndSeekPPOConfig, n: int, standard: bool = False) -> Hide
         raise ValueError(f"env_id must be one of {ENV_IDS}, got {cfg.env_id!r}")
     if cfg.env_id == "hide_and_seek-v1":
         return HideAndSeekV1Core(n) if standard else HideAndSeekV1Core(
-            n, size=cfg.size, n_doors=cfg.n_doors, layout=cfg.layout)
+            n, size=cfg.size, n_doors=cfg.n_doors, layout=cfg.layout, box_by_door=cfg.box_by_door)
     if standard:
         return HideAndSeekCore(n)
     return HideAndSeekCore(n, size=cfg.size, n_doors=cfg.n_doors, box_by_door=cfg.box_by_door,

@@ -15,6 +15,10 @@
   against itself and the previous generation on the training layouts, and against itself
   on the env's standard layouts (v1: the 9x9 quadrant), where the phase rates
   (:data:`envs.hide_and_seek_v1_core.PHASES`) are measured - the headline;
+* automatic curriculum (``curriculum``): training starts on layouts whose boxes stand
+  next to the doors inside (one push from a fort); once a generation blocks every door
+  in ``curriculum_threshold`` of its training-layout episodes, training moves to the
+  standard layouts for good. The headline rates are always measured on the standard ones;
 * generations are rated by TrueSkill per role (:func:`rate_generations`, agents
   ``hider-gen<g>`` and ``seeker-gen<g>``) from all evaluation matches.
 
@@ -110,6 +114,10 @@ class HideAndSeekLeagueConfig:
     """PFSP weighting of past opponents (``variance``: those near the learner's level)"""
     win_rate_decay: float = 0.9
     """decay of the per-role win-rate tables per recorded update"""
+    curriculum: bool = True
+    """start on boxes-by-the-doors layouts, switch to the standard ones (module docstring)"""
+    curriculum_threshold: float = 0.6
+    """training-layout fort rate of a generation that ends the curriculum"""
 
 
 @dataclass
@@ -125,6 +133,8 @@ class GenerationSummary:
     hider_win_rate: float
     hider_sha256: str
     seeker_sha256: str
+    curriculum: bool = False
+    """trained on the curriculum layouts (boxes by the doors) when frozen"""
     hider_mu: float = 0.0
     hider_sigma: float = 0.0
     seeker_mu: float = 0.0
@@ -161,10 +171,18 @@ class HideAndSeekLeague:
         self.train_seconds = 0.0
         self._cores = (make_core(config.ppo, config.eval_episodes),
                        make_core(config.ppo, config.eval_episodes, standard=True))
+        self.in_curriculum = config.curriculum
         if saved is not None:
             self._restore(saved)
-        else:
+        self._set_curriculum(self.in_curriculum)
+        if saved is None:
             self._close_generation(0)
+
+    def _set_curriculum(self, on: bool) -> None:
+        """Training (and training-layout evaluation) cores start boxes by the doors, or not."""
+        self.in_curriculum = on
+        for core in (self.trainer.core, self._cores[0]):
+            core.box_by_door = on or self.cfg.ppo.box_by_door
 
     # -- generations -------------------------------------------------------------------
     def _pick_opponent(self, role: str) -> int:
@@ -199,9 +217,12 @@ class HideAndSeekLeague:
             generation=g, updates=trainer.updates, env_steps=trainer.total_steps,
             train_seconds=self.train_seconds, phase_rates=stats["phase_rates"],
             door_block_rate=stats["door_block_rate"], hider_win_rate=stats["hider_win_rate"],
-            hider_sha256=shas["hider"], seeker_sha256=shas["seeker"],
+            hider_sha256=shas["hider"], seeker_sha256=shas["seeker"], curriculum=self.in_curriculum,
         )
         self.generations.append(summary)
+        if self.in_curriculum and summary.door_block_rate >= self.cfg.curriculum_threshold:
+            log.info("generation %d blocks the curriculum's doors: training on the standard layouts", g)
+            self._set_curriculum(False)
         self.rate()
         self.save()
         return summary
@@ -278,6 +299,7 @@ class HideAndSeekLeague:
             "tables": {r: tab.to_json() for r, tab in self.tables.items()},
             "generations": [asdict(s) for s in self.generations],
             "matches": self.matches,
+            "in_curriculum": self.in_curriculum,
         }
         atomic_write(self.state_path, json.dumps(state).encode())
 
@@ -305,4 +327,5 @@ class HideAndSeekLeague:
         self.rng.bit_generator.state = saved["league_rng"]
         self.tables = {r: WinRateTable.from_json(d) for r, d in saved["tables"].items()}
         self.matches = [tuple(m) for m in saved["matches"]]
+        self.in_curriculum = saved["in_curriculum"]
 

@@ -193,3 +193,22 @@ def test_render_shows_ramps() -> None:
     rgb = HideAndSeekV1Env(render_mode="rgb_array")
     rgb.reset(seed=1)
     assert rgb.render().shape == (9 * 16, 9 * 16, 3)
+
+
+def test_box_by_door_curriculum_and_fort_potential() -> None:
+    for seed in range(4):
+        plain = quadrant_layout(9, 2, 2, 2, 1, seed)
+        near = quadrant_layout(9, 2, 2, 2, 1, seed, box_by_door=True)
+        assert np.array_equal(plain.doors, near.doors) and np.array_equal(plain.hiders, near.hiders)
+        gap = np.abs(near.boxes[0] - near.doors[0]).sum()
+        assert gap == 1 and near.room[near.boxes[0][0], near.boxes[0][1]]
+    rows = list(ROOM)
+    rows[2] = "#.Ho#...#"  # a box two cells from the door (3, 4)
+    core = core_from(rows)
+    far = core.fort_potential()[0]
+    assert 0.0 < far < 0.5
+    rows[2], rows[3] = "#.H.#...#", "#...o...#"  # the box in the door
+    layout = parse_layout(rows)
+    layout.doors[:] = [3, 4]
+    core.set_layout(0, layout)
+    assert core.fort_potential()[0] == 1.0 and core.door_block_status()[0]

@@ -58,6 +58,7 @@ def test_league_snapshots_both_populations_rates_them_and_resumes(redis_url: str
 
     again = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny())
     assert again.resumed and again.trainer.updates == league.trainer.updates
+    assert again.in_curriculum == league.in_curriculum == again.trainer.core.box_by_door
     assert [s.hider_sha256 for s in again.generations] == [s.hider_sha256 for s in gens]
     for role in ("hider", "seeker"):
         for a, b in zip(again.trainer.models[role].parameters(), league.trainer.models[role].parameters()):
@@ -105,3 +106,15 @@ def test_league_resumes_after_a_kill(redis_url: str, tmp_path: Path) -> None:
     league.run(5.0, max_generations=n + 1)
     assert [s.generation for s in league.generations] == list(range(n + 1))
     assert league.pool.count(league.pools["hider"]) == n + 1
+
+
+def test_curriculum_starts_with_boxes_by_the_doors_and_ends_at_the_threshold(redis_url: str, tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    pool = make_pool(redis_url, tmp_path)
+    staying = HideAndSeekLeague(pool, tmp_path, replace(tiny("stays"), curriculum_threshold=1.1))
+    assert staying.in_curriculum and staying.trainer.core.box_by_door and staying._cores[0].box_by_door
+    assert not staying._cores[1].box_by_door  # the headline is measured on the standard layouts
+    ending = HideAndSeekLeague(pool, tmp_path, replace(tiny("ends"), curriculum_threshold=0.0))
+    assert ending.generations[0].curriculum and not ending.in_curriculum
+    assert not ending.trainer.core.box_by_door
+    assert not HideAndSeekLeague(pool, tmp_path, replace(tiny("ends"), curriculum_threshold=0.0)).in_curriculum
