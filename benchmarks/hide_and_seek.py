@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--updates-per-generation", type=int, default=10)
     p.add_argument("--eval-episodes", type=int, default=256)
     p.add_argument("--fort-bonus", type=float, default=None)
+    p.add_argument("--fort-potential-bonus", type=float, default=None)
     p.add_argument("--ramp-defense-bonus", type=float, default=None)
     p.add_argument("--ramp-use-bonus", type=float, default=None)
     p.add_argument("--device", default="auto")
@@ -104,8 +105,8 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
     minutes = args.minutes if args.minutes is not None else (10.0 if torch.cuda.is_available() else 60.0)
     ppo = default_v1_ppo(args.seed)
-    bonuses = {k: v for k, v in (("fort_bonus", args.fort_bonus), ("ramp_defense_bonus", args.ramp_defense_bonus),
-                                 ("ramp_use_bonus", args.ramp_use_bonus)) if v is not None}
+    names = ("fort_bonus", "fort_potential_bonus", "ramp_defense_bonus", "ramp_use_bonus")
+    bonuses = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
     ppo = replace(ppo, num_envs=args.num_envs, epochs=args.epochs, minibatch_size=args.minibatch_size,
                   device=args.device, **bonuses)
     config = HideAndSeekLeagueConfig(name="bench", ppo=ppo, updates_per_generation=args.updates_per_generation,
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> dict:
     result["device"] = str(league.trainer.device)
     result["config"] = {"num_envs": ppo.num_envs, "epochs": ppo.epochs, "minibatch_size": ppo.minibatch_size,
                         "updates_per_generation": args.updates_per_generation, **{
-                            k: getattr(ppo, k) for k in ("fort_bonus", "ramp_defense_bonus", "ramp_use_bonus")}}
+                            k: getattr(ppo, k) for k in names}}
     print(json.dumps(result))
     return result
 

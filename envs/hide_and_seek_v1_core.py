@@ -172,19 +172,26 @@ class HideAndSeekV1Core(HideAndSeekCore):
             "ramp_defense": np.where(done_prep, self._prep_ramps, self.ramps_defended()).astype(np.float64),
         }
 
+    def door_fraction(self) -> np.ndarray:
+        """``(n_envs,)`` share of the room's distinct doors that hold a box now (shaping)."""
+        return self._per_door(lambda dist: (dist == 0).astype(np.float64))
+
     def fort_potential(self) -> np.ndarray:
         """``(n_envs,)`` in ``[0, 1]``: how close the boxes are to closing the doors (shaping).
 
         Per distinct door 1 when a box is in it, else ``0.5 * (1 - d / size)`` with ``d``
         the L1 distance of the nearest box; averaged over the doors.
         """
+        return self._per_door(lambda dist: np.where(dist == 0, 1.0, 0.5 * (1.0 - dist / self.size)))
+
+    def _per_door(self, value) -> np.ndarray:
+        """``value(d)`` of each door's nearest-box distance ``d`` ``(n, 2)``, averaged over distinct doors."""
         boxes = self.box_pos[:, ~self.is_ramp]
         if boxes.shape[1] == 0:
             return np.zeros(self.n_envs)
-        dist = np.abs(self.doors[:, :, None, :] - boxes[:, None, :, :]).sum(-1).min(-1)  # (n, 2)
-        value = np.where(dist == 0, 1.0, 0.5 * (1.0 - dist / self.size))
+        v = value(np.abs(self.doors[:, :, None, :] - boxes[:, None, :, :]).sum(-1).min(-1))
         same = (self.doors[:, 0] == self.doors[:, 1]).all(-1)
-        return np.where(same, value[:, 0], value.mean(1))
+        return np.where(same, v[:, 0], v.mean(1))
 
     # ----------------------------------------------------------------- dynamics
     def elevated(self) -> np.ndarray:

@@ -124,6 +124,8 @@ class HideAndSeekPPOConfig:
     layout: str = "quadrant"
     """v1 only: ``quadrant`` (v1's standard) or ``random`` (v0's random rooms with a ramp)"""
     fort_bonus: float = 0.0
+    """v1 shaping: hider reward at the end of preparation, times the share of doors holding a box"""
+    fort_potential_bonus: float = 0.0
     """v1 shaping: in preparation, hiders get this times the step's rise of the core's
     ``fort_potential`` (boxes nearer the doors; 1 when every door holds a box)"""
     ramp_defense_bonus: float = 0.0
@@ -304,7 +306,8 @@ class HideAndSeekPPO:
             )
         returns = torch.zeros(n, device=dev)
         shaping = isinstance(core, HideAndSeekV1Core) and bool(
-            self.cfg.fort_bonus or self.cfg.ramp_defense_bonus or self.cfg.ramp_use_bonus)
+            self.cfg.fort_bonus or self.cfg.fort_potential_bonus or self.cfg.ramp_defense_bonus
+            or self.cfg.ramp_use_bonus)
         used = np.zeros(n, dtype=bool)  # ramp_use already rewarded in this episode
         if shaping:
             self._potential = core.fort_potential()
@@ -347,10 +350,10 @@ class HideAndSeekPPO:
         hider_r, seeker_r = hider_r.clone(), seeker_r.clone()
         if t < core.prep_steps:
             potential = core.fort_potential()
-            bonus = cfg.fort_bonus * (potential - self._potential)
+            bonus = cfg.fort_potential_bonus * (potential - self._potential)
             self._potential = potential
             if t + 1 == core.prep_steps:
-                bonus = bonus + cfg.ramp_defense_bonus * core.ramps_defended()
+                bonus = bonus + cfg.fort_bonus * core.door_fraction() + cfg.ramp_defense_bonus * core.ramps_defended()
             hider_r += torch.as_tensor(bonus, dtype=hider_r.dtype, device=hider_r.device)
         if cfg.ramp_use_bonus:
             new = core.ramp_used & ~used

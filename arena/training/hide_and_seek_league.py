@@ -94,7 +94,8 @@ def default_v1_ppo(seed: int = 0) -> HideAndSeekPPOConfig:
     """PPO settings of the v1 league: the standard quadrant layout, fort and ramp shaping."""
     return HideAndSeekPPOConfig(
         env_id="hide_and_seek-v1", size=9, n_doors=None, layout="quadrant", seekers_by_door=False,
-        fort_bonus=10.0, ramp_defense_bonus=3.0, ramp_use_bonus=3.0, seed=seed, device="auto",
+        fort_bonus=20.0, fort_potential_bonus=5.0, ramp_defense_bonus=5.0, ramp_use_bonus=3.0, seed=seed,
+        device="auto",
     )
 
 

@@ -29,7 +29,8 @@ def test_v1_trainer_updates_with_shaping_and_saves_v1_checkpoints(tmp_path) -> N
 
 
 def test_fort_shaping_pays_hiders_for_boxes_moved_towards_the_doors() -> None:
-    cfg = replace(default_v1_ppo(seed=0), num_envs=4, hidden=[8], device="cpu", fort_bonus=10.0,
+    cfg = replace(default_v1_ppo(seed=0), num_envs=4, hidden=[8], device="cpu", fort_potential_bonus=10.0,
+                  fort_bonus=0.0,
                   ramp_defense_bonus=0.0, ramp_use_bonus=0.0)
     trainer = HideAndSeekPPO(cfg)
     core = trainer.core
