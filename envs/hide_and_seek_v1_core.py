@@ -86,6 +86,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
         self.room = np.zeros((n, size, size), dtype=bool)
         self.vaulted = np.zeros((n, self.n_agents), dtype=bool)  # vaulted at the last step
         self._ground_vis = np.zeros((n, self.n_agents, self.n_agents), dtype=bool)
+        self._last_vis = self._ground_vis
         self.seen_steps = np.zeros(n, dtype=np.int64)
         self.ramp_used = np.zeros(n, dtype=bool)
         self._prep_ramps = np.zeros(n, dtype=bool)

@@ -37,6 +37,15 @@ seekers_by_door=False`` trains on the registered layouts themselves.
 Door blocking is measured with ``core.door_block_status(locked=False)``: every door
 held a box when preparation ended, locked or not. Locking is the later refinement
 against seekers who learned to pull boxes away; it is reported beside, not required.
+
+``env_id="hide_and_seek-v1"`` trains on v1 (ramps; :class:`envs.hide_and_seek_v1_core.HideAndSeekV1Core`,
+stepped on the host with the models on ``device``) with optional reward shaping: a
+hider bonus at the end of preparation per door holding a box (``fort_bonus``), a
+potential-based bonus for boxes moved towards the doors (``fort_potential_bonus``),
+a hider bonus for a defended ramp (``ramp_defense_bonus``) and a seeker bonus the
+first time in an episode a seeker uses a ramp (``ramp_use_bonus``). The league of
+:mod:`arena.training.hide_and_seek_league` sets them; the defaults (0) are v0's
+unshaped rewards.
 """
 
 from __future__ import annotations

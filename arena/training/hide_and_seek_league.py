@@ -10,7 +10,8 @@
 * in every update a share of the envs pits each learning team against a past generation
   of the other role, drawn by PFSP (:func:`league.matchmaking.pfsp_weights`) over that
   learner's decayed win rates against each generation (:class:`league.matchmaking.WinRateTable`,
-  one per role, fed by those training games); past actors are loaded from the pool;
+  one per role, fed by those training games); past actors are the pool's snapshots (kept
+  in memory while training, read back from the pool on resume);
 * each generation is evaluated (:func:`agents.trainers.hide_and_seek_generations.evaluate_generation`):
   against itself and the previous generation on the training layouts, and against itself
   on the env's standard layouts (v1: the 9x9 quadrant), where the phase rates
