@@ -97,6 +97,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--fort-potential-bonus", type=float, default=None)
     p.add_argument("--ramp-defense-bonus", type=float, default=None)
     p.add_argument("--ramp-use-bonus", type=float, default=None)
+    p.add_argument("--curriculum-threshold", type=float, default=HideAndSeekLeagueConfig.curriculum_threshold,
+                   help="training-layout fort rate that ends the boxes-by-the-doors curriculum")
+    p.add_argument("--no-curriculum", action="store_true")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument("--data-dir", default=None, help="keep (and resume) the league here")
@@ -110,7 +113,8 @@ def main(argv: list[str] | None = None) -> dict:
     ppo = replace(ppo, num_envs=args.num_envs, epochs=args.epochs, minibatch_size=args.minibatch_size,
                   device=args.device, **bonuses)
     config = HideAndSeekLeagueConfig(name="bench", ppo=ppo, updates_per_generation=args.updates_per_generation,
-                                     eval_episodes=args.eval_episodes)
+                                     eval_episodes=args.eval_episodes, curriculum=not args.no_curriculum,
+                                     curriculum_threshold=args.curriculum_threshold)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp:
         data_dir = Path(args.data_dir or tmp)
@@ -127,7 +131,8 @@ def main(argv: list[str] | None = None) -> dict:
     result["wall_s"] = round(time.perf_counter() - start, 1)
     result["device"] = str(league.trainer.device)
     result["config"] = {"num_envs": ppo.num_envs, "epochs": ppo.epochs, "minibatch_size": ppo.minibatch_size,
-                        "updates_per_generation": args.updates_per_generation, **{
+                        "updates_per_generation": args.updates_per_generation,
+                        "curriculum": config.curriculum, "curriculum_threshold": config.curriculum_threshold, **{
                             k: getattr(ppo, k) for k in names}}
     print(json.dumps(result))
     return result
