@@ -17,6 +17,13 @@ ramp defense, 0.3 for ramp use; ``null`` if none), ``phases_in_order`` (fort, th
 use, then ramp defense, each first reached in that order), ``hider_mu`` / ``seeker_mu``.
 
     nice python benchmarks/hide_and_seek.py --minutes 20
+
+Measured (20 minutes, 2 CPU cores shared with other jobs, one torch thread, 128 envs,
+8 updates per generation, default shaping and curriculum; 61 generations, 3.07M env
+steps, 3.1k env steps/s): chasing 0.65 -> 0.72-0.76; seekers' ramp use 0.10 -> 0.45
+(past 0.3 from generation 53); fort on the curriculum's training layouts 0.03 -> 0.41,
+but on the standard quadrant only up to 0.094; ramp defense never above the untrained
+0.055. The order (fort, ramp use, ramp defense) is not reached at this budget.
 """
 
 from __future__ import annotations
