@@ -24,6 +24,12 @@ steps, 3.1k env steps/s): chasing 0.65 -> 0.72-0.76; seekers' ramp use 0.10 -> 0
 (past 0.3 from generation 53); fort on the curriculum's training layouts 0.03 -> 0.41,
 but on the standard quadrant only up to 0.094; ramp defense never above the untrained
 0.055. The order (fort, ramp use, ramp defense) is not reached at this budget.
+A 28-minute run with ``--curriculum-threshold 0.35`` (the machine less loaded: 166
+generations, 8.45M env steps, 6.3k env steps/s; curriculum left at generation 42):
+standard-layout fort 0.06 at the switch -> 0.52 max (first >= 0.5 at generation 159,
+still rising), seekers' ramp use 0.10 -> 0.62 (>= 0.3 from generation 126, rising with
+the forts), ramp defense <= 0.055; ``phases_in_order`` false (ramp use passed its 0.3
+before fort passed 0.5).
 """
 
 from __future__ import annotations
