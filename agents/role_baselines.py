@@ -245,6 +245,9 @@ def _rps(move: str):
 
 ROLE_BASELINES = {
     "hide_and_seek-v0": {"chaser": HideAndSeekChaser, "box-hider": HideAndSeekBoxHider},
+    # v1's observation is v0's (same offsets; its boxes channel shows ramps too) with a ramp
+    # window and an on-ramp flag appended, so v0's scripts play v1 as they are.
+    "hide_and_seek-v1": {"chaser": HideAndSeekChaser, "box-hider": HideAndSeekBoxHider},
     "simple_tag-v3": {"chaser": TagChaser, "evader": TagEvader},
     "rps-v2": {"rock": _rps("rock"), "paper": _rps("paper"), "scissors": _rps("scissors"),
                "counter": RpsCounter},

@@ -4,6 +4,7 @@ Version history:
     connect_four-v3, tictactoe-v3, rps-v2: PettingZoo 1.27 classic envs of the same ids.
     simple_tag-v3: mpe2's predator-prey (3 predators, 1 prey, 2 obstacles, 25 cycles);
         predators win the match if they tagged the prey at least once.
+    hide_and_seek-v1: hide-and-seek with ramps on the quadrant layout (hide_and_seek-v0 unchanged).
 """
 
 from __future__ import annotations
@@ -93,6 +94,26 @@ register_env(
         kwargs={"size": 15, "n_hiders": 2, "n_seekers": 2, "n_boxes": 2, "max_steps": 60},
         description="Grid hide-and-seek, 2 hiders vs 2 seekers, boxes to push and lock, "
         "60 steps (40% preparation).",
+    ),
+)
+
+register_env(
+    "hide_and_seek-v1",
+    "envs.hide_and_seek_v1:parallel_env",
+    EnvSpec(
+        env_id="hide_and_seek-v1",
+        seats=("hider_0", "hider_1", "seeker_0", "seeker_1"),
+        teams=((0, 1), (2, 3)),
+        roles=("hider", "seeker"),
+        num_actions=7,
+        obs_shapes=((575,),) * 4,
+        api="parallel",
+        outcome="higher_score",
+        step_limit=4 * 50,
+        kwargs={"size": 9, "n_hiders": 2, "n_seekers": 2, "n_boxes": 2, "n_ramps": 1, "max_steps": 50,
+                "layout": "quadrant"},
+        description="Grid hide-and-seek with a ramp: quadrant room, 2 hiders vs 2 seekers, 2 boxes, "
+        "1 ramp to climb walls with, 50 steps (40% preparation).",
     ),
 )
 

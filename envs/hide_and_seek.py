@@ -99,31 +99,38 @@ class HideAndSeekEnv(ParallelEnv):
         seekers_by_door: bool = False,
         render_mode: str | None = None,
     ) -> None:
+        self._attach(
+            HideAndSeekCore(
+                1,
+                size=size,
+                n_hiders=n_hiders,
+                n_seekers=n_seekers,
+                n_boxes=n_boxes,
+                max_steps=max_steps,
+                prep_fraction=prep_fraction,
+                vision_radius=vision_radius,
+                view_size=view_size,
+                n_doors=n_doors,
+                box_by_door=box_by_door,
+                seekers_by_door=seekers_by_door,
+            ),
+            render_mode,
+        )
+
+    def _attach(self, core: HideAndSeekCore, render_mode: str | None) -> None:
+        """Wrap ``core`` (one episode): agents, spaces, render mode."""
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be one of {self.metadata['render_modes']} "
                 f"or None, got {render_mode!r}"
             )
-        self.core = HideAndSeekCore(
-            1,
-            size=size,
-            n_hiders=n_hiders,
-            n_seekers=n_seekers,
-            n_boxes=n_boxes,
-            max_steps=max_steps,
-            prep_fraction=prep_fraction,
-            vision_radius=vision_radius,
-            view_size=view_size,
-            n_doors=n_doors,
-            box_by_door=box_by_door,
-            seekers_by_door=seekers_by_door,
-        )
+        self.core = core
         self.render_mode = render_mode
-        self.possible_agents = [f"hider_{i}" for i in range(n_hiders)] + [
-            f"seeker_{i}" for i in range(n_seekers)
+        self.possible_agents = [f"hider_{i}" for i in range(core.n_hiders)] + [
+            f"seeker_{i}" for i in range(core.n_seekers)
         ]
         self.agents: list[str] = []
-        self._obs_space = spaces.Box(0.0, 1.0, (self.core.obs_dim,), dtype=np.float32)
+        self._obs_space = spaces.Box(0.0, 1.0, (core.obs_dim,), dtype=np.float32)
         self._act_space = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
         self._rng = np.random.default_rng()
 

@@ -95,23 +95,8 @@ def random_layout(
     one_door = rng.integers(2) == 0
     if n_doors is not None:
         one_door = n_doors == 1
-    if one_door:
-        both = bottom + side
-        door = both[int(rng.integers(len(both)))]
-        doors = np.array([door, door], dtype=np.int64)
-    else:
-        doors = np.array([bottom[int(rng.integers(rw))], side[int(rng.integers(rh))]])
-    walls[doors[:, 0], doors[:, 1]] = False
-    corner = int(rng.integers(4))
-    if corner & 1:
-        walls, room = walls[::-1], room[::-1]
-        doors[:, 0] = size - 1 - doors[:, 0]
-    if corner & 2:
-        walls, room = walls[:, ::-1], room[:, ::-1]
-        doors[:, 1] = size - 1 - doors[:, 1]
-    near_door = np.zeros_like(walls)
-    for dy, dx in np.vstack([[0, 0], MOVES]):
-        near_door[doors[:, 0] + dy, doors[:, 1] + dx] = True
+    walls, room, doors = open_doors(rng, walls, room, bottom, side, bool(one_door))
+    near_door = near_doors(walls.shape, doors)
     inside = np.flatnonzero(room & ~near_door)
     outside = np.flatnonzero(~room & ~walls & ~near_door)
     n_in = (n_boxes + 1) // 2
@@ -138,6 +123,38 @@ def random_layout(
         boxes=np.concatenate([boxes_in, boxes_out]).astype(np.int64),
         box_locks=np.full(n_boxes, UNLOCKED, dtype=np.int8),
     )
+
+
+def open_doors(
+    rng: np.random.Generator, walls: np.ndarray, room: np.ndarray,
+    bottom: list[tuple[int, int]], side: list[tuple[int, int]], one_door: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Open one door (anywhere on the room's walls) or two (one per wall), then turn the
+    grid so the room lies in a random corner. Returns ``(walls, room, doors)``."""
+    size = len(walls)
+    if one_door:
+        both = bottom + side
+        door = both[int(rng.integers(len(both)))]
+        doors = np.array([door, door], dtype=np.int64)
+    else:
+        doors = np.array([bottom[int(rng.integers(len(bottom)))], side[int(rng.integers(len(side)))]])
+    walls[doors[:, 0], doors[:, 1]] = False
+    corner = int(rng.integers(4))
+    if corner & 1:
+        walls, room = walls[::-1], room[::-1]
+        doors[:, 0] = size - 1 - doors[:, 0]
+    if corner & 2:
+        walls, room = walls[:, ::-1], room[:, ::-1]
+        doors[:, 1] = size - 1 - doors[:, 1]
+    return walls, room, doors
+
+
+def near_doors(shape: tuple[int, ...], doors: np.ndarray) -> np.ndarray:
+    """Door cells and their four neighbours (clipped to the grid)."""
+    near = np.zeros(shape, dtype=bool)
+    for dy, dx in np.vstack([[0, 0], MOVES]):
+        near[np.clip(doors[:, 0] + dy, 0, shape[0] - 1), np.clip(doors[:, 1] + dx, 0, shape[1] - 1)] = True
+    return near
 
 
 def parse_layout(rows: list[str] | str) -> Layout:
@@ -244,17 +261,32 @@ def line_of_sight(
         ``vis`` ``(n, agents, agents)`` bool: ``vis[e, i, j]``, agent ``i`` sees agent
         ``j`` (never itself).
     """
+    near, _, blocked = sight_cells(pos, blocks, in_range, between)
+    return near & ~blocked.any(-1)
+
+
+def sight_cells(
+    pos: np.ndarray, blocks: np.ndarray, in_range: np.ndarray, between: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The parts of :func:`line_of_sight`, for rules that look at single cells on a line.
+
+    Returns:
+        ``near`` ``(n, agents, agents)``: the target is within the radius (never the
+        observer itself); ``offsets`` ``(n, agents, agents, L, 2)``: the cells strictly
+        between, relative to the observer (padding ``(0, 0)``); ``blocked``
+        ``(n, agents, agents, L)``: which of them block sight (meaningful where ``near``).
+    """
     rad = (len(in_range) - 1) // 2
     rel = pos[:, None, :, :] - pos[:, :, None, :]  # target minus observer
     idx = np.clip(rel, -rad, rad) + rad
     near = (np.abs(rel) <= rad).all(-1) & in_range[idx[..., 0], idx[..., 1]]
-    cells = pos[:, :, None, None, :] + between[idx[..., 0], idx[..., 1]]
-    cells = np.clip(cells, 0, blocks.shape[-1] - 1)  # far pairs index garbage; masked by near
+    offsets = between[idx[..., 0], idx[..., 1]]
+    cells = np.clip(pos[:, :, None, None, :] + offsets, 0, blocks.shape[-1] - 1)  # far pairs: masked by near
     rows = np.arange(len(pos))[:, None, None, None]
-    vis = near & ~blocks[rows, cells[..., 0], cells[..., 1]].any(-1)
+    blocked = blocks[rows, cells[..., 0], cells[..., 1]]
     agents = np.arange(pos.shape[1])
-    vis[:, agents, agents] = False
-    return vis
+    near[:, agents, agents] = False
+    return near, offsets, blocked
 
 
 def windows(maps: np.ndarray, pos: np.ndarray, order: np.ndarray, view_size: int) -> np.ndarray:

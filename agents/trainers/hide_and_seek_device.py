@@ -21,20 +21,29 @@ from envs.hide_and_seek_core import HideAndSeekCore
 
 
 class HostEpisodes:
-    """``n`` episodes in the numpy core; layouts from ``rng``."""
+    """``n`` episodes in a numpy core (``core``, default v0's); layouts from ``rng``.
 
-    def __init__(self, n: int, rng: np.random.Generator, **layout) -> None:
-        self.core, self.rng, self.n = HideAndSeekCore(n, **layout), rng, n
+    Tensors cross to ``device`` (default: stay on the CPU) once per step, so a model on a
+    GPU can drive a numpy core (``hide_and_seek-v1`` has no torch core yet).
+    """
+
+    def __init__(self, n: int, rng: np.random.Generator, core: HideAndSeekCore | None = None,
+                 device: torch.device | None = None, **layout) -> None:
+        self.core, self.rng, self.n = core or HideAndSeekCore(n, **layout), rng, n
+        self.device = device or torch.device("cpu")
 
     def reset(self) -> tuple[torch.Tensor, torch.Tensor]:
         """New episodes everywhere: observations ``(n, agents, obs_dim)`` and masks."""
         obs, mask = self.core.reset(self.rng.integers(0, 2**31, size=self.n))
-        return torch.from_numpy(obs), torch.from_numpy(mask)
+        return self._to(obs), self._to(mask)
 
     def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One step: observations, per-agent rewards, masks."""
-        obs, rewards, _, mask = self.core.step(actions.numpy())
-        return torch.from_numpy(obs), torch.from_numpy(rewards), torch.from_numpy(mask)
+        obs, rewards, _, mask = self.core.step(actions.cpu().numpy())
+        return self._to(obs), self._to(rewards), self._to(mask)
+
+    def _to(self, array: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(array).to(self.device)
 
     def door_block_rate(self) -> float:
         """Share of episodes whose doors all held a box when preparation ended."""

@@ -19,14 +19,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, HideAndSeekPPOConfig
+from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, HideAndSeekPPOConfig, make_core
 from envs.hide_and_seek_core import NUM_ACTIONS, HideAndSeekCore
 
 log = logging.getLogger(__name__)
@@ -43,12 +43,15 @@ class EpisodeResults:
         winner: ``(n,)`` winning team (0 hiders, 1 seekers) or ``-1`` for a draw.
         door_blocked: ``(n,)`` every door held a box when preparation ended.
         door_locked: ``(n,)`` ... and every such box was locked by the hiders.
+        phases: ``hide_and_seek-v1``'s phase detectors, name -> ``(n,)`` per episode
+            (:meth:`envs.hide_and_seek_v1_core.HideAndSeekV1Core.phases`); empty for v0.
     """
 
     hider_score: np.ndarray
     winner: np.ndarray
     door_blocked: np.ndarray
     door_locked: np.ndarray
+    phases: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @torch.no_grad()
@@ -87,6 +90,7 @@ def play_episodes(
         winner=winner,
         door_blocked=core.door_block_status(locked=False).copy(),
         door_locked=core.door_block_status(locked=True).copy(),
+        phases={k: v.copy() for k, v in core.phases().items()} if hasattr(core, "phases") else {},
     )
 
 
@@ -100,12 +104,14 @@ class GenerationReport:
         door_block_rate: Share of evaluation episodes (training layouts) in which this
             generation's hiders ended preparation with a box in every door.
         door_lock_rate: The same with the door boxes locked by the hiders.
-        door_block_rate_v0: ``door_block_rate`` on the registered ``hide_and_seek-v0``
-            layouts (15x15, one or two doors): how far the skill carries.
+        door_block_rate_v0: ``door_block_rate`` on the registered layouts of the env
+            (v0: 15x15, one or two doors; v1: the 9x9 quadrant): how far the skill carries.
         hider_win_rate: Hiders' win rate against the same generation's seekers.
         matches: ``(hider generation, seeker generation, winner)`` of every evaluation
             episode, winner 0 hiders, 1 seekers, -1 draw (the input of TrueSkill).
         paths: Saved checkpoint per role.
+        phase_rates: v1 only: phase name -> rate (:data:`envs.hide_and_seek_v1_core.PHASES`)
+            of the generation against itself on the registered (standard) layouts.
     """
 
     generation: int
@@ -118,6 +124,7 @@ class GenerationReport:
     hider_win_rate: float
     matches: list[tuple[int, int, int]]
     paths: dict[str, Path]
+    phase_rates: dict[str, float] = field(default_factory=dict)
 
 
 def evaluate_generation(
@@ -126,7 +133,7 @@ def evaluate_generation(
     """Play generation ``g`` against itself and (if any) the previous generation.
 
     Every pairing uses the same layout seeds (common random numbers). ``cores`` are the
-    training-layout core and a ``hide_and_seek-v0`` core, both of the episode count.
+    training-layout core and a core of the env's registered layouts, both of the episode count.
     """
     train_core, v0_core = cores
     seeds = np.random.default_rng([seed, 1]).integers(0, 2**31, size=train_core.n_envs)
@@ -145,6 +152,7 @@ def evaluate_generation(
     v0 = play_episodes(v0_core, trainer.frozen_actor(g, "hider"),
                        trainer.frozen_actor(g, "seeker"), seeds[: v0_core.n_envs], gen)
     stats["door_block_rate_v0"] = float(v0.door_blocked.mean())
+    stats["phase_rates"] = {k: float(v.mean()) for k, v in v0.phases.items()}
     return stats, matches
 
 
@@ -177,10 +185,7 @@ def train_generations(
     start = time.perf_counter()
     deadline = start + 60.0 * minutes
     trainer = HideAndSeekPPO(config)
-    cores = (HideAndSeekCore(eval_episodes, size=config.size, n_doors=config.n_doors,
-                             box_by_door=config.box_by_door,
-                             seekers_by_door=config.seekers_by_door),
-             HideAndSeekCore(eval_episodes))
+    cores = (make_core(config, eval_episodes), make_core(config, eval_episodes, standard=True))
     reports: list[GenerationReport] = []
     train_seconds, eval_seconds, per_gen = 0.0, 0.0, config.updates_per_generation
 

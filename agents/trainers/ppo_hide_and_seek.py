@@ -37,6 +37,15 @@ seekers_by_door=False`` trains on the registered layouts themselves.
 Door blocking is measured with ``core.door_block_status(locked=False)``: every door
 held a box when preparation ended, locked or not. Locking is the later refinement
 against seekers who learned to pull boxes away; it is reported beside, not required.
+
+``env_id="hide_and_seek-v1"`` trains on v1 (ramps; :class:`envs.hide_and_seek_v1_core.HideAndSeekV1Core`,
+stepped on the host with the models on ``device``) with optional reward shaping: a
+hider bonus at the end of preparation per door holding a box (``fort_bonus``), a
+potential-based bonus for boxes moved towards the doors (``fort_potential_bonus``),
+a hider bonus for a defended ramp (``ramp_defense_bonus``) and a seeker bonus the
+first time in an episode a seeker uses a ramp (``ramp_use_bonus``). The league of
+:mod:`arena.training.hide_and_seek_league` sets them; the defaults (0) are v0's
+unshaped rewards.
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,7 +66,8 @@ from agents.checkpoint import make_spec, save_checkpoint
 from agents.nets import build_net
 from agents.neural import resolve_device
 from agents.trainers.hide_and_seek_device import DeviceEpisodes, HostEpisodes
-from envs.hide_and_seek_core import NUM_ACTIONS
+from envs.hide_and_seek_core import NUM_ACTIONS, HideAndSeekCore
+from envs.hide_and_seek_v1_core import HideAndSeekV1Core
 
 if TYPE_CHECKING:
     from agents.trainers.hide_and_seek_generations import GenerationReport
@@ -64,6 +75,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENV_ID = "hide_and_seek-v0"
+ENV_IDS = ("hide_and_seek-v0", "hide_and_seek-v1")
 ROLES = ("hider", "seeker")
 StateDict = dict[str, torch.Tensor]
 
@@ -116,6 +128,33 @@ class HideAndSeekPPOConfig:
     layout_bank: int = 0
     """torch core only: 0 draws every episode's layout on the host (as the numpy core does);
     k > 0 draws k layouts once and lets episodes pick among them on the device"""
+    env_id: str = "hide_and_seek-v0"
+    """``hide_and_seek-v0`` or ``hide_and_seek-v1`` (ramps; numpy core, models on ``device``)"""
+    layout: str = "quadrant"
+    """v1 only: ``quadrant`` (v1's standard) or ``random`` (v0's random rooms with a ramp)"""
+    fort_bonus: float = 0.0
+    """v1 shaping: hider reward at the end of preparation, times the share of doors holding a box"""
+    fort_potential_bonus: float = 0.0
+    """v1 shaping: in preparation, hiders get this times the step's rise of the core's
+    ``fort_potential`` (boxes nearer the doors; 1 when every door holds a box)"""
+    ramp_defense_bonus: float = 0.0
+    """v1 shaping: hider reward at the end of preparation if every ramp is locked or in the room"""
+    ramp_use_bonus: float = 0.0
+    """v1 shaping: seeker reward in the step where ``ramp_use`` first happens in an episode"""
+
+
+def make_core(cfg: HideAndSeekPPOConfig, n: int, standard: bool = False) -> HideAndSeekCore:
+    """A numpy core of ``n`` episodes on ``cfg``'s training layouts (``standard``: the env's
+    registered defaults, v0's 15x15 rooms or v1's 9x9 quadrant)."""
+    if cfg.env_id not in ENV_IDS:
+        raise ValueError(f"env_id must be one of {ENV_IDS}, got {cfg.env_id!r}")
+    if cfg.env_id == "hide_and_seek-v1":
+        return HideAndSeekV1Core(n) if standard else HideAndSeekV1Core(
+            n, size=cfg.size, n_doors=cfg.n_doors, layout=cfg.layout, box_by_door=cfg.box_by_door)
+    if standard:
+        return HideAndSeekCore(n)
+    return HideAndSeekCore(n, size=cfg.size, n_doors=cfg.n_doors, box_by_door=cfg.box_by_door,
+                           seekers_by_door=cfg.seekers_by_door)
 
 
 def team_rewards(rewards: np.ndarray) -> np.ndarray:
@@ -184,9 +223,12 @@ class HideAndSeekPPO:
         self.rng = np.random.default_rng(cfg.seed)
         layout = {"size": cfg.size, "n_doors": cfg.n_doors, "box_by_door": cfg.box_by_door,
                   "seekers_by_door": cfg.seekers_by_door}
-        self.envs = (DeviceEpisodes(cfg.num_envs, self.device, cfg.layout_bank, self.rng, **layout)
-                     if self.device.type != "cpu" or cfg.torch_core
-                     else HostEpisodes(cfg.num_envs, self.rng, **layout))
+        if cfg.env_id != ENV_ID:
+            self.envs = HostEpisodes(cfg.num_envs, self.rng, make_core(cfg, cfg.num_envs), self.device)
+        elif self.device.type != "cpu" or cfg.torch_core:
+            self.envs = DeviceEpisodes(cfg.num_envs, self.device, cfg.layout_bank, self.rng, **layout)
+        else:
+            self.envs = HostEpisodes(cfg.num_envs, self.rng, **layout)
         self.core = self.envs.core
         self.obs_dim = self.core.obs_dim
         self.models = {role: TeamModel(self.obs_dim, cfg.hidden).to(self.device) for role in ROLES}
@@ -199,6 +241,11 @@ class HideAndSeekPPO:
         self._frozen: dict[tuple[int, str, str], nn.Module] = {}
         self.total_steps = 0
         self.updates = 0
+        self.pick_opponent: Callable[[str], int] | None = None
+        """a league's choice of the past generation whose ``role`` actor is the past opponent
+        of the other team (default: uniform over the frozen generations)"""
+        self.last_plan: dict[str, tuple[slice, int] | None] = {}
+        self.last_returns = np.zeros(0)
         self.freeze()  # generation 0: the untrained start
 
     # -- generations -----------------------------------------------------------------
@@ -224,7 +271,7 @@ class HideAndSeekPPO:
         """Write ``gen_XXX/{hider,seeker}.safetensors`` (+ ``.json`` specs) under ``out_dir``."""
         paths = {}
         for role in ROLES:
-            spec = make_spec(ENV_ID, "mlp", {"hidden": self.cfg.hidden}, role=role,
+            spec = make_spec(self.cfg.env_id, "mlp", {"hidden": self.cfg.hidden}, role=role,
                              name=f"hs-{role}-gen{generation}")
             path = Path(out_dir) / f"gen_{generation:03d}" / role
             paths[role] = save_checkpoint(self.generations[generation][role], spec, path)
@@ -237,7 +284,10 @@ class HideAndSeekPPO:
         k = round(n * share / 2)
         if k == 0:
             return {role: None for role in ROLES}
-        past = self.rng.integers(len(self.generations), size=2).tolist()
+        if self.pick_opponent is None:
+            past = self.rng.integers(len(self.generations), size=2).tolist()
+        else:
+            past = [self.pick_opponent("seeker"), self.pick_opponent("hider")]
         # Hiders learn against past seekers in envs [0, k); seekers against past hiders in [k, 2k).
         return {"seeker": (slice(0, k), past[0]), "hider": (slice(k, 2 * k), past[1])}
 
@@ -264,6 +314,12 @@ class HideAndSeekPPO:
                 rew=torch.zeros((t_len, n, 2), device=dev), live=live,
             )
         returns = torch.zeros(n, device=dev)
+        shaping = isinstance(core, HideAndSeekV1Core) and bool(
+            self.cfg.fort_bonus or self.cfg.fort_potential_bonus or self.cfg.ramp_defense_bonus
+            or self.cfg.ramp_use_bonus)
+        used = np.zeros(n, dtype=bool)  # ramp_use already rewarded in this episode
+        if shaping:
+            self._potential = core.fort_potential()
         for t in range(steps):
             actions = torch.zeros((n, 4), dtype=torch.long, device=dev)
             for team, role in enumerate(ROLES):
@@ -288,10 +344,31 @@ class HideAndSeekPPO:
             obs, rewards, mask = self.envs.step(actions)
             r = team_rewards(rewards)
             returns += r
-            buf["hider"].rew[t] = r[:, None]
+            hider_r, seeker_r = r, -r
+            if shaping:
+                hider_r, seeker_r = self._shaped(t, hider_r, seeker_r, used)
+            buf["hider"].rew[t] = hider_r[:, None]
             if t >= prep:
-                buf["seeker"].rew[t - prep] = -r[:, None]
-        return buf, returns.cpu().numpy().astype(np.float64), self.envs.door_block_rate()
+                buf["seeker"].rew[t - prep] = seeker_r[:, None]
+        self.last_plan, self.last_returns = plan, returns.cpu().numpy().astype(np.float64)
+        return buf, self.last_returns, self.envs.door_block_rate()
+
+    def _shaped(self, t: int, hider_r: torch.Tensor, seeker_r: torch.Tensor, used: np.ndarray):
+        """v1 shaping bonuses (config ``*_bonus``) added to the team rewards of step ``t``."""
+        core, cfg = self.core, self.cfg
+        hider_r, seeker_r = hider_r.clone(), seeker_r.clone()
+        if t < core.prep_steps:
+            potential = core.fort_potential()
+            bonus = cfg.fort_potential_bonus * (potential - self._potential)
+            self._potential = potential
+            if t + 1 == core.prep_steps:
+                bonus = bonus + cfg.fort_bonus * core.door_fraction() + cfg.ramp_defense_bonus * core.ramps_defended()
+            hider_r += torch.as_tensor(bonus, dtype=hider_r.dtype, device=hider_r.device)
+        if cfg.ramp_use_bonus:
+            new = core.ramp_used & ~used
+            used |= core.ramp_used
+            seeker_r += torch.as_tensor(cfg.ramp_use_bonus * new, dtype=seeker_r.dtype, device=seeker_r.device)
+        return hider_r, seeker_r
 
     def update(self) -> UpdateStats:
         """Play one episode per env, then optimise both teams on their own samples."""

@@ -22,47 +22,16 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
 from agents.trainers.hide_and_seek_generations import train_generations
 from agents.trainers.ppo_hide_and_seek import HideAndSeekPPOConfig
-from league.rating_book import RatingBook
-from league.ratings import Rating, RatingEnv
+from arena.training.hide_and_seek_league import generation_key, rate_generations
 
 log = logging.getLogger(__name__)
 
 ROLES = ("hider", "seeker")
-
-
-def generation_key(role: str, generation: int) -> str:
-    """Rating-book agent key of one role of one generation, e.g. ``hider-gen3``."""
-    return f"{role}-gen{generation}"
-
-
-def rate_generations(
-    matches: Sequence[tuple[int, int, int]], generations: int, env: RatingEnv | None = None
-) -> tuple[list[Rating], list[Rating]]:
-    """TrueSkill of every generation's hiders and seekers from cross-generation matches.
-
-    Args:
-        matches: ``(hider generation, seeker generation, winner)`` in play order;
-            winner 0 hiders, 1 seekers, -1 draw.
-        generations: Number of generations (ratings are returned for ``0 .. n-1``).
-        env: TrueSkill constants (default :class:`RatingEnv`'s).
-
-    Returns:
-        ``(hider ratings, seeker ratings)``, one per generation; a generation that
-        played no match keeps the prior.
-    """
-    book = RatingBook(env or RatingEnv())
-    for hider_gen, seeker_gen, winner in matches:
-        agents = [generation_key("hider", hider_gen), generation_key("seeker", seeker_gen)]
-        book.apply(agents, list(ROLES), None if winner < 0 else int(winner))
-    return (
-        [book.rating((generation_key("hider", g), "hider")) for g in range(generations)],
-        [book.rating((generation_key("seeker", g), "seeker")) for g in range(generations)],
-    )
+__all__ = ["ROLES", "generation_key", "hide_and_seek_section", "rate_generations"]
 
 
 def hide_and_seek_section(

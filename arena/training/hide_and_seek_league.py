@@ -1,0 +1,333 @@
+"""A hide-and-seek league: hider and seeker populations, PFSP per role, TrueSkill per role.
+
+:class:`HideAndSeekLeague` drives :class:`agents.trainers.ppo_hide_and_seek.HideAndSeekPPO`
+(one learning hider network and one learning seeker network) in generations:
+
+* every ``updates_per_generation`` updates both actors are frozen as the next generation
+  and put into the Redis snapshot pool (:class:`arena.snapshots.pool.RedisSnapshotPool`),
+  one pool per role: ``league.<name>.<env>.hider`` / ``.seeker``; the hider and seeker
+  *populations* are these pools;
+* in every update a share of the envs pits each learning team against a past generation
+  of the other role, drawn by PFSP (:func:`league.matchmaking.pfsp_weights`) over that
+  learner's decayed win rates against each generation (:class:`league.matchmaking.WinRateTable`,
+  one per role, fed by those training games); past actors are the pool's snapshots (kept
+  in memory while training, read back from the pool on resume);
+* each generation is evaluated (:func:`agents.trainers.hide_and_seek_generations.evaluate_generation`):
+  against itself and the previous generation on the training layouts, and against itself
+  on the env's standard layouts (v1: the 9x9 quadrant), where the phase rates
+  (:data:`envs.hide_and_seek_v1_core.PHASES`) are measured - the headline;
+* automatic curriculum (``curriculum``): training starts on layouts whose boxes stand
+  next to the doors inside (one push from a fort); once a generation blocks every door
+  in ``curriculum_threshold`` of its training-layout episodes, training moves to the
+  standard layouts for good. The headline rates are always measured on the standard ones;
+* generations are rated by TrueSkill per role (:func:`rate_generations`, agents
+  ``hider-gen<g>`` and ``seeker-gen<g>``) from all evaluation matches.
+
+Training uses CUDA when present (``device="auto"``; v1's episodes step on the host).
+The league is resumable: after every generation its state (trainer tensors, optimizer
+moments, random streams, win-rate tables, reports, the pool's sha256 of every
+generation) is written atomically under ``<data_dir>/leagues/<name>/``; a league built
+on the same directory continues after the last saved generation (after a kill, the
+updates since then are lost and redone).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import safetensors.torch
+import torch
+
+from agents.checkpoint import atomic_write, make_spec, serialize_weights
+from agents.trainers.hide_and_seek_generations import evaluate_generation
+from agents.trainers.ppo_hide_and_seek import ROLES, HideAndSeekPPO, HideAndSeekPPOConfig, make_core
+from arena.snapshots.pool import RedisSnapshotPool
+from arena.training.state import LeagueDir
+from envs.hide_and_seek_v1_core import PHASES
+from league.matchmaking import PFSPWeighting, WinRateTable, pfsp_weights
+from league.rating_book import RatingBook
+from league.ratings import Rating, RatingEnv
+
+log = logging.getLogger(__name__)
+
+OTHER = {"hider": "seeker", "seeker": "hider"}
+
+
+def generation_key(role: str, generation: int) -> str:
+    """Rating-book agent key of one role of one generation, e.g. ``hider-gen3``."""
+    return f"{role}-gen{generation}"
+
+
+def rate_generations(
+    matches: Sequence[tuple[int, int, int]], generations: int, env: RatingEnv | None = None
+) -> tuple[list[Rating], list[Rating]]:
+    """TrueSkill of every generation's hiders and seekers from cross-generation matches.
+
+    Args:
+        matches: ``(hider generation, seeker generation, winner)`` in play order;
+            winner 0 hiders, 1 seekers, -1 draw.
+        generations: Number of generations (ratings are returned for ``0 .. n-1``).
+        env: TrueSkill constants (default :class:`RatingEnv`'s).
+
+    Returns:
+        ``(hider ratings, seeker ratings)``, one per generation; a generation that
+        played no match keeps the prior.
+    """
+    book = RatingBook(env or RatingEnv())
+    for hider_gen, seeker_gen, winner in matches:
+        agents = [generation_key("hider", hider_gen), generation_key("seeker", seeker_gen)]
+        book.apply(agents, list(ROLES), None if winner < 0 else int(winner))
+    return (
+        [book.rating((generation_key("hider", g), "hider")) for g in range(generations)],
+        [book.rating((generation_key("seeker", g), "seeker")) for g in range(generations)],
+    )
+
+
+def default_v1_ppo(seed: int = 0) -> HideAndSeekPPOConfig:
+    """PPO settings of the v1 league: the standard quadrant layout, fort and ramp shaping."""
+    return HideAndSeekPPOConfig(
+        env_id="hide_and_seek-v1", size=9, n_doors=None, layout="quadrant", seekers_by_door=False,
+        fort_bonus=20.0, fort_potential_bonus=5.0, ramp_defense_bonus=5.0, ramp_use_bonus=3.0, seed=seed,
+        device="auto",
+    )
+
+
+@dataclass
+class HideAndSeekLeagueConfig:
+    """Settings of a hide-and-seek league."""
+
+    name: str = "hide_and_seek"
+    """league name: its folder under ``<data_dir>/leagues`` and its pools"""
+    ppo: HideAndSeekPPOConfig = field(default_factory=default_v1_ppo)
+    """trainer settings (env, layouts, shaping, device)"""
+    updates_per_generation: int = 10
+    """updates between two generations"""
+    eval_episodes: int = 256
+    """episodes per evaluation pairing"""
+    pfsp: PFSPWeighting = "variance"
+    """PFSP weighting of past opponents (``variance``: those near the learner's level)"""
+    win_rate_decay: float = 0.9
+    """decay of the per-role win-rate tables per recorded update"""
+    curriculum: bool = True
+    """start on boxes-by-the-doors layouts, switch to the standard ones (module docstring)"""
+    curriculum_threshold: float = 0.6
+    """training-layout fort rate of a generation that ends the curriculum"""
+
+
+@dataclass
+class GenerationSummary:
+    """What the league keeps of one generation (JSON-able; ratings filled in by :meth:`rate`)."""
+
+    generation: int
+    updates: int
+    env_steps: int
+    train_seconds: float
+    phase_rates: dict[str, float]
+    door_block_rate: float
+    hider_win_rate: float
+    hider_sha256: str
+    seeker_sha256: str
+    curriculum: bool = False
+    """trained on the curriculum layouts (boxes by the doors) when frozen"""
+    hider_mu: float = 0.0
+    hider_sigma: float = 0.0
+    seeker_mu: float = 0.0
+    seeker_sigma: float = 0.0
+
+
+class HideAndSeekLeague:
+    """Hider and seeker populations trained by PPO with PFSP per role (module docstring).
+
+    Args:
+        pool: The snapshot pool the populations live in.
+        data_dir: Where ``leagues/<name>/`` (state, trainer tensors, checkpoints) goes.
+        config: League settings; a league found on disk is resumed (its saved config wins
+            for everything but ``name``).
+    """
+
+    def __init__(self, pool: RedisSnapshotPool, data_dir: str | Path, config: HideAndSeekLeagueConfig) -> None:
+        self.pool, self.cfg = pool, config
+        self.dir = LeagueDir(data_dir, config.name)
+        self.state_path = self.dir.root / "hide_and_seek.json"
+        self.tensor_path = self.dir.root / "hide_and_seek_trainer.pt"
+        self.resumed = self.state_path.is_file()
+        saved = json.loads(self.state_path.read_text()) if self.resumed else None
+        if saved is not None:
+            ppo = HideAndSeekPPOConfig(**saved["config"]["ppo"])
+            self.cfg = config = HideAndSeekLeagueConfig(**{**saved["config"], "ppo": ppo, "name": config.name})
+        self.pools = {role: f"league.{config.name}.{config.ppo.env_id}.{role}" for role in ROLES}
+        self.trainer = HideAndSeekPPO(config.ppo)
+        self.trainer.pick_opponent = self._pick_opponent
+        self.rng = np.random.default_rng([config.ppo.seed, 7])
+        self.tables = {role: WinRateTable(decay=config.win_rate_decay) for role in ROLES}
+        self.generations: list[GenerationSummary] = []
+        self.matches: list[tuple[int, int, int]] = []
+        self.train_seconds = 0.0
+        self._cores = (make_core(config.ppo, config.eval_episodes),
+                       make_core(config.ppo, config.eval_episodes, standard=True))
+        self.in_curriculum = config.curriculum
+        if saved is not None:
+            self._restore(saved)
+        self._set_curriculum(self.in_curriculum)
+        if saved is None:
+            self._close_generation(0)
+
+    def _set_curriculum(self, on: bool) -> None:
+        """Training (and training-layout evaluation) cores start boxes by the doors, or not."""
+        self.in_curriculum = on
+        for core in (self.trainer.core, self._cores[0]):
+            core.box_by_door = on or self.cfg.ppo.box_by_door
+
+    # -- generations -------------------------------------------------------------------
+    def _pick_opponent(self, role: str) -> int:
+        """PFSP: the generation of ``role`` that the other role's learner meets."""
+        learner = OTHER[role]
+        gens = list(range(len(self.trainer.generations)))
+        probs = pfsp_weights(self.tables[learner].win_rates([str(g) for g in gens]), self.cfg.pfsp)
+        return int(self.rng.choice(len(gens), p=probs))
+
+    def _record_training_games(self) -> None:
+        """Feed the win-rate tables with the last update's games against past generations."""
+        returns = self.trainer.last_returns
+        for opponent_role, plan in self.trainer.last_plan.items():
+            if plan is None:
+                continue
+            rows, g = plan
+            hider_score = float(np.mean((np.sign(returns[rows]) + 1.0) / 2.0))
+            learner = OTHER[opponent_role]
+            self.tables[learner].record(str(g), hider_score if learner == "hider" else 1.0 - hider_score)
+
+    def _close_generation(self, g: int) -> GenerationSummary:
+        """Snapshot generation ``g`` into the pools, evaluate it, rate, save the league."""
+        trainer, shas = self.trainer, {}
+        for role in ROLES:
+            spec = make_spec(self.cfg.ppo.env_id, "mlp", {"hidden": self.cfg.ppo.hidden}, role=role,
+                             name=f"{self.cfg.name}-{role}-gen{g}")
+            shas[role] = self.pool.put(serialize_weights(trainer.generations[g][role]), spec, self.pools[role],
+                                       meta={"league": self.cfg.name, "generation": g, "role": role})
+        stats, matches = evaluate_generation(trainer, g, self._cores, self.cfg.ppo.seed)
+        self.matches.extend(matches)
+        summary = GenerationSummary(
+            generation=g, updates=trainer.updates, env_steps=trainer.total_steps,
+            train_seconds=self.train_seconds, phase_rates=stats["phase_rates"],
+            door_block_rate=stats["door_block_rate"], hider_win_rate=stats["hider_win_rate"],
+            hider_sha256=shas["hider"], seeker_sha256=shas["seeker"], curriculum=self.in_curriculum,
+        )
+        self.generations.append(summary)
+        if self.in_curriculum and summary.door_block_rate >= self.cfg.curriculum_threshold:
+            log.info("generation %d blocks the curriculum's doors: training on the standard layouts", g)
+            self._set_curriculum(False)
+        self.rate()
+        self.save()
+        return summary
+
+    def rate(self) -> None:
+        """TrueSkill per role of every generation from all evaluation matches so far."""
+        hiders, seekers = rate_generations(self.matches, len(self.generations))
+        for s, h, k in zip(self.generations, hiders, seekers, strict=True):
+            s.hider_mu, s.hider_sigma, s.seeker_mu, s.seeker_sigma = h.mu, h.sigma, k.mu, k.sigma
+
+    def run(
+        self,
+        minutes: float,
+        *,
+        max_generations: int | None = None,
+        on_generation: Callable[[GenerationSummary], None] | None = None,
+    ) -> list[GenerationSummary]:
+        """Train for ``minutes`` of wall clock (or until ``max_generations`` exist).
+
+        A generation is started only if it is expected to finish (training and
+        evaluation) within the budget.
+        """
+        deadline = time.perf_counter() + 60.0 * minutes
+        per_generation = 0.0
+        while max_generations is None or len(self.generations) < max_generations:
+            if per_generation and time.perf_counter() + per_generation > deadline:
+                break
+            start = time.perf_counter()
+            for _ in range(self.cfg.updates_per_generation):
+                stats = self.trainer.update()
+                self.train_seconds += stats.seconds
+                self._record_training_games()
+            summary = self._close_generation(self.trainer.freeze())
+            per_generation = time.perf_counter() - start
+            log.info("generation %d: %s", summary.generation, summary.phase_rates)
+            if on_generation is not None:
+                on_generation(summary)
+            if time.perf_counter() > deadline:
+                break
+        return self.generations
+
+    # -- reading ----------------------------------------------------------------------
+    def phase_table(self) -> list[dict[str, Any]]:
+        """One row per generation: phase rates and both ratings."""
+        return [{"generation": s.generation, **{p: s.phase_rates.get(p, 0.0) for p in PHASES},
+                 "hider_mu": s.hider_mu, "seeker_mu": s.seeker_mu} for s in self.generations]
+
+    def first_generations(self, thresholds: dict[str, float]) -> dict[str, int | None]:
+        """First generation whose rate of each phase reached its threshold (``None``: never)."""
+        return {p: next((s.generation for s in self.generations if s.phase_rates.get(p, 0.0) >= t), None)
+                for p, t in thresholds.items()}
+
+    # -- persistence ------------------------------------------------------------------
+    def save(self) -> None:
+        """Write the trainer tensors, then the state that refers to them (both atomically)."""
+        t = self.trainer
+        blob = {
+            "models": {r: m.state_dict() for r, m in t.models.items()},
+            "optims": {r: o.state_dict() for r, o in t.optims.items()},
+            "torch_gen": t.gen.get_state(),
+            "torch_rng": torch.get_rng_state(),
+        }
+        buf = io.BytesIO()
+        torch.save(blob, buf)
+        atomic_write(self.tensor_path, buf.getvalue())
+        cfg = asdict(self.cfg)
+        state = {
+            "config": cfg,
+            "updates": t.updates,
+            "total_steps": t.total_steps,
+            "train_seconds": self.train_seconds,
+            "trainer_rng": t.rng.bit_generator.state,
+            "league_rng": self.rng.bit_generator.state,
+            "tables": {r: tab.to_json() for r, tab in self.tables.items()},
+            "generations": [asdict(s) for s in self.generations],
+            "matches": self.matches,
+            "in_curriculum": self.in_curriculum,
+        }
+        atomic_write(self.state_path, json.dumps(state).encode())
+
+    def _restore(self, saved: dict[str, Any]) -> None:
+        t = self.trainer
+        self.generations = [GenerationSummary(**s) for s in saved["generations"]]
+        t.generations = [
+            {role: safetensors.torch.load(self.pool.get(getattr(s, f"{role}_sha256"))[0]) for role in ROLES}
+            for s in self.generations
+        ]
+        t._frozen.clear()
+        for role in ROLES:  # a kill between a snapshot and the save left it unreferenced
+            kept = {getattr(s, f"{role}_sha256") for s in self.generations}
+            for sha in set(self.pool.list(self.pools[role])) - kept:
+                self.pool.remove(self.pools[role], sha)
+        blob = torch.load(io.BytesIO(self.tensor_path.read_bytes()), map_location=t.device, weights_only=False)
+        for role in ROLES:
+            t.models[role].load_state_dict(blob["models"][role])
+            t.optims[role].load_state_dict(blob["optims"][role])
+        t.gen.set_state(blob["torch_gen"].cpu() if t.device.type == "cpu" else blob["torch_gen"])
+        torch.set_rng_state(blob["torch_rng"].cpu())
+        t.updates, t.total_steps = saved["updates"], saved["total_steps"]
+        self.train_seconds = saved["train_seconds"]
+        t.rng.bit_generator.state = saved["trainer_rng"]
+        self.rng.bit_generator.state = saved["league_rng"]
+        self.tables = {r: WinRateTable.from_json(d) for r, d in saved["tables"].items()}
+        self.matches = [tuple(m) for m in saved["matches"]]
+        self.in_curriculum = saved["in_curriculum"]
+

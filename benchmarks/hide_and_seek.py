@@ -1,0 +1,155 @@
+"""Hide-and-seek with ramps: do the emergent phases appear, and in order?
+
+One run of the hide-and-seek league (:mod:`arena.training.hide_and_seek_league`) on
+``hide_and_seek-v1``'s standard quadrant layout, within a wall-clock budget (default 60
+minutes on CPUs, 10 on a GPU), snapshots in an embedded Redis pool. The baseline is
+generation 0, the untrained networks (near-random play), measured the same way; ours
+is every later generation. Per generation it prints the phase rates measured against
+itself on the standard layout (chasing, fort, ramp use, ramp defense) and the TrueSkill
+of its hiders and seekers (and the fort rate on its training layouts, which start as the
+curriculum's boxes-by-the-doors ones), then one JSON line:
+
+``generations``, ``env_steps``, ``env_steps_per_s`` (training env steps per second of
+training), ``chasing_rates``, ``fort_rates``, ``ramp_use_rates``, ``ramp_defense_rates``
+(per generation), ``fort_rate_max``, ``ramp_use_rate_max``, ``ramp_defense_rate_max``,
+``first_generation`` (per phase, the first generation whose rate passed 0.5 for fort and
+ramp defense, 0.3 for ramp use; ``null`` if none), ``phases_in_order`` (fort, then ramp
+use, then ramp defense, each first reached in that order), ``hider_mu`` / ``seeker_mu``.
+
+    nice python benchmarks/hide_and_seek.py --minutes 20
+
+Measured (20 minutes, 2 CPU cores shared with other jobs, one torch thread, 128 envs,
+8 updates per generation, default shaping and curriculum; 61 generations, 3.07M env
+steps, 3.1k env steps/s): chasing 0.65 -> 0.72-0.76; seekers' ramp use 0.10 -> 0.45
+(past 0.3 from generation 53); fort on the curriculum's training layouts 0.03 -> 0.41,
+but on the standard quadrant only up to 0.094; ramp defense never above the untrained
+0.055. The order (fort, ramp use, ramp defense) is not reached at this budget.
+A 28-minute run with ``--curriculum-threshold 0.35`` (the machine less loaded: 166
+generations, 8.45M env steps, 6.3k env steps/s; curriculum left at generation 42):
+standard-layout fort 0.06 at the switch -> 0.52 max (first >= 0.5 at generation 159,
+still rising), seekers' ramp use 0.10 -> 0.62 (>= 0.3 from generation 126, rising with
+the forts), ramp defense <= 0.055; ``phases_in_order`` false (ramp use passed its 0.3
+before fort passed 0.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent.parent
+if sys.path and Path(sys.path[0]).resolve() == _ROOT / "benchmarks":
+    sys.path[0] = str(_ROOT)
+
+import torch
+
+from arena.snapshots.durable import FileSnapshotStore
+from arena.snapshots.pool import RedisSnapshotPool
+from arena.storage.redis_server import EmbeddedRedis, connect_redis
+from arena.training.hide_and_seek_league import (
+    GenerationSummary,
+    HideAndSeekLeague,
+    HideAndSeekLeagueConfig,
+    default_v1_ppo,
+)
+
+THRESHOLDS = {"fort": 0.5, "ramp_use": 0.3, "ramp_defense": 0.5}
+
+
+def phases_in_order(first: dict[str, int | None]) -> bool:
+    """Fort, ramp use and ramp defense were all reached, in that order (ties allowed)."""
+    gens = [first[p] for p in ("fort", "ramp_use", "ramp_defense")]
+    return all(g is not None for g in gens) and gens == sorted(gens)
+
+
+def summarise(league: HideAndSeekLeague) -> dict:
+    gens = league.generations
+    rates = {p: [round(s.phase_rates.get(p, 0.0), 4) for s in gens] for p in ("chasing", *THRESHOLDS)}
+    first = league.first_generations(THRESHOLDS)
+    steps, seconds = league.trainer.total_steps, league.train_seconds
+    return {
+        "generations": len(gens),
+        "env_steps": steps,
+        "env_steps_per_s": round(steps / seconds, 1) if seconds else 0.0,
+        **{f"{p}_rates": v for p, v in rates.items()},
+        "fort_rate_max": max(rates["fort"]),
+        "ramp_use_rate_max": max(rates["ramp_use"]),
+        "ramp_defense_rate_max": max(rates["ramp_defense"]),
+        "first_generation": first,
+        "phases_in_order": phases_in_order(first),
+        "train_fort_rates": [round(s.door_block_rate, 4) for s in gens],
+        "curriculum_generations": sum(s.curriculum for s in gens),
+        "hider_mu": [round(s.hider_mu, 2) for s in gens],
+        "seeker_mu": [round(s.seeker_mu, 2) for s in gens],
+    }
+
+
+def row(s: GenerationSummary) -> str:
+    r = s.phase_rates
+    return (f"{s.generation:4d} {s.updates:6d} {s.env_steps:11,d} {r.get('chasing', 0):8.3f} {r.get('fort', 0):6.3f} "
+            f"{r.get('ramp_use', 0):9.3f} {r.get('ramp_defense', 0):13.3f} {s.hider_mu:8.2f} {s.seeker_mu:9.2f}"
+            f" {s.door_block_rate:10.3f}{' (curriculum)' if s.curriculum else ''}")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--minutes", type=float, default=None, help="budget (default 60 on CPU, 10 on a GPU)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--num-envs", type=int, default=128)
+    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--minibatch-size", type=int, default=2048)
+    p.add_argument("--updates-per-generation", type=int, default=10)
+    p.add_argument("--eval-episodes", type=int, default=256)
+    p.add_argument("--fort-bonus", type=float, default=None)
+    p.add_argument("--fort-potential-bonus", type=float, default=None)
+    p.add_argument("--ramp-defense-bonus", type=float, default=None)
+    p.add_argument("--ramp-use-bonus", type=float, default=None)
+    p.add_argument("--curriculum-threshold", type=float, default=HideAndSeekLeagueConfig.curriculum_threshold,
+                   help="training-layout fort rate that ends the boxes-by-the-doors curriculum")
+    p.add_argument("--no-curriculum", action="store_true")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument("--data-dir", default=None, help="keep (and resume) the league here")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    torch.set_num_threads(args.threads)
+    minutes = args.minutes if args.minutes is not None else (10.0 if torch.cuda.is_available() else 60.0)
+    ppo = default_v1_ppo(args.seed)
+    names = ("fort_bonus", "fort_potential_bonus", "ramp_defense_bonus", "ramp_use_bonus")
+    bonuses = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+    ppo = replace(ppo, num_envs=args.num_envs, epochs=args.epochs, minibatch_size=args.minibatch_size,
+                  device=args.device, **bonuses)
+    config = HideAndSeekLeagueConfig(name="bench", ppo=ppo, updates_per_generation=args.updates_per_generation,
+                                     eval_episodes=args.eval_episodes, curriculum=not args.no_curriculum,
+                                     curriculum_threshold=args.curriculum_threshold)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp:
+        data_dir = Path(args.data_dir or tmp)
+        with EmbeddedRedis(data_dir / "redis") as server:
+            pool = RedisSnapshotPool(connect_redis(server.url), FileSnapshotStore(data_dir / "snapshots"))
+            league = HideAndSeekLeague(pool, data_dir, config)
+            print(f"hide_and_seek-v1 quadrant, {minutes:g} min, device {league.trainer.device}, "
+                  f"{ppo.num_envs} envs, {args.updates_per_generation} updates per generation")
+            print(" gen  upds   env steps  chasing   fort  ramp_use  ramp_defense  hider_mu  seeker_mu  train_fort")
+            print(row(league.generations[0]) + "   (baseline: untrained)")
+            left = minutes - (time.perf_counter() - start) / 60.0
+            league.run(left, on_generation=lambda s: print(row(s), flush=True))
+            result = summarise(league)
+    result["wall_s"] = round(time.perf_counter() - start, 1)
+    result["device"] = str(league.trainer.device)
+    result["config"] = {"num_envs": ppo.num_envs, "epochs": ppo.epochs, "minibatch_size": ppo.minibatch_size,
+                        "updates_per_generation": args.updates_per_generation,
+                        "curriculum": config.curriculum, "curriculum_threshold": config.curriculum_threshold, **{
+                            k: getattr(ppo, k) for k in names}}
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

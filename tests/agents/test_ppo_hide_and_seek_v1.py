@@ -1,0 +1,41 @@
+"""Hide-and-seek PPO on hide_and_seek-v1: the v1 core, shaping, v1 checkpoints."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from agents.checkpoint import load_checkpoint
+from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, make_core
+from arena.training.hide_and_seek_league import default_v1_ppo
+from envs.hide_and_seek_v1_core import HideAndSeekV1Core
+
+
+def test_v1_trainer_updates_with_shaping_and_saves_v1_checkpoints(tmp_path) -> None:
+    torch.set_num_threads(1)
+    cfg = replace(default_v1_ppo(seed=4), num_envs=16, hidden=[16], epochs=1, device="cpu")
+    trainer = HideAndSeekPPO(cfg)
+    assert isinstance(trainer.core, HideAndSeekV1Core) and trainer.obs_dim == 575
+    before = [p.clone() for p in trainer.models["hider"].parameters()]
+    stats = trainer.update()
+    assert stats.env_steps == 16 * 50 and np.isfinite(stats.hider_return)
+    assert any(not torch.equal(a, b) for a, b in zip(before, trainer.models["hider"].parameters()))
+    paths = trainer.save_generation(trainer.freeze(), tmp_path)
+    loaded = load_checkpoint(paths["seeker"])
+    assert loaded.spec.env == "hide_and_seek-v1" and loaded.spec.role == "seeker"
+    assert make_core(cfg, 2, standard=True).layout == "quadrant"
+
+
+def test_fort_shaping_pays_hiders_for_boxes_moved_towards_the_doors() -> None:
+    cfg = replace(default_v1_ppo(seed=0), num_envs=4, hidden=[8], device="cpu", fort_potential_bonus=10.0,
+                  fort_bonus=0.0,
+                  ramp_defense_bonus=0.0, ramp_use_bonus=0.0)
+    trainer = HideAndSeekPPO(cfg)
+    core = trainer.core
+    core.reset([0, 1, 2, 3])
+    trainer._potential = core.fort_potential() - 0.1  # as if the boxes had just come 0.1 nearer
+    zero = torch.zeros(4)
+    hider, seeker = trainer._shaped(0, zero, zero, np.zeros(4, dtype=bool))
+    assert torch.allclose(hider, torch.full((4,), 1.0, dtype=hider.dtype)) and torch.equal(seeker, zero)

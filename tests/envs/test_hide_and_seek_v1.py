@@ -1,0 +1,214 @@
+"""hide_and_seek-v1: ramps (climb, cross, see over walls, lock, carry), layouts, phase detectors.
+
+Scenarios are hand-drawn layouts (v0's characters plus ``R`` ramp, ``p`` ramp locked by
+the hiders). PettingZoo's ``parallel_api_test`` / ``parallel_seed_test`` run on every
+registered env, v1 included, in ``test_api.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs.hide_and_seek_core import GRAB, LOCK, NOOP
+from envs.hide_and_seek_grid import HIDERS
+from envs.hide_and_seek_v1 import HideAndSeekV1Env
+from envs.hide_and_seek_v1_core import PHASES, HideAndSeekV1Core
+from envs.hide_and_seek_v1_grid import parse_layout, quadrant_layout, random_room_layout
+from envs.registry import get_spec, make_env
+
+N, E, S, W = 1, 2, 3, 4
+# Seeker at (6, 2) south of the ramp at (5, 2), room wall row 4; hider inside at (2, 2).
+ROOM = [
+    "#########",
+    "#...#...#",
+    "#.H.#...#",
+    "#...D...#",
+    "#####...#",
+    "#.R.....#",
+    "#.S.....#",
+    "#.......#",
+    "#########",
+]
+
+
+def core_from(rows: list[str], **kwargs) -> HideAndSeekV1Core:
+    layout = parse_layout(rows)
+    kwargs = {"prep_fraction": 0.0, **kwargs}
+    core = HideAndSeekV1Core(1, size=len(rows), n_hiders=len(layout.hiders), n_seekers=len(layout.seekers),
+                             n_boxes=len(layout.boxes), n_ramps=len(layout.ramps), **kwargs)
+    core.set_layout(0, layout)
+    return core
+
+
+def step(core: HideAndSeekV1Core, *actions: int):
+    return core.step(np.array([actions]))
+
+
+def random_legal(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
+    return (rng.random(masks.shape) * masks).argmax(-1)
+
+
+def test_registered_spec_matches_the_env() -> None:
+    spec = get_spec("hide_and_seek-v1")
+    env = make_env("hide_and_seek-v1")
+    obs, _ = env.reset(seed=0)
+    assert obs["hider_0"].shape == spec.obs_shapes[0] == (575,)
+    assert env.core.layout == "quadrant" and env.core.n_ramps == 1
+
+
+def test_seeker_climbs_the_ramp_sees_over_the_wall_and_crosses_into_the_room() -> None:
+    core = core_from(ROOM)
+    assert not core.visibility()[0, 1, 0]  # the wall hides the hider
+    step(core, NOOP, N)  # onto the ramp
+    assert core.agent_pos[0, 1].tolist() == [5, 2] and core.elevated()[0, 1]
+    assert core.visibility()[0, 1, 0] and core.visibility()[0, 0, 1]  # over the wall, both ways
+    assert core.phases()["ramp_use"][0] == 1.0  # seen thanks to the ramp
+    assert core.action_masks()[0, 1, N]  # the wall north can be vaulted
+    step(core, NOOP, N)
+    assert core.agent_pos[0, 1].tolist() == [3, 2]  # landed inside the room
+    assert core.vaulted[0, 1] and core.room[0, 3, 2]
+
+
+def test_ramp_sight_needs_the_wall_next_to_the_ramp() -> None:
+    rows = [*ROOM[:5], "#.......#", "#.R.....#", "#.S.....#", ROOM[8]]
+    core = core_from(rows)
+    step(core, NOOP, N)  # on the ramp at (6, 2), two cells from the wall
+    assert core.elevated()[0, 1] and not core.visibility()[0, 1, 0]
+    assert core.phases()["ramp_use"][0] == 0.0
+
+
+def test_boxes_cannot_be_climbed_and_ramps_do_not_block_sight() -> None:
+    core = core_from(["#########", "#.......#", "#.......#", "#.......#", "#S.R.oH.#",
+                      "#.......#", "#.......#", "#.......#", "#########"])
+    vis = core.visibility()[0]
+    assert not vis[1, 0]  # the box blocks, the ramp does not
+    core2 = core_from(["#########", "#.......#", "#.......#", "#.......#", "#S.R..H.#",
+                       "#.......#", "#.......#", "#.......#", "#########"])
+    assert core2.visibility()[0, 1, 0]
+    # A hider next to the box cannot walk onto it.
+    assert not core.action_masks()[0, 0, W]
+
+
+def test_locked_ramp_cannot_be_moved_but_can_be_climbed() -> None:
+    core = core_from(["#########", "#.......#", "#.......#", "#.......#", "#..HpS..#",
+                      "#.......#", "#.......#", "#.......#", "#########"])
+    assert core.box_lock[0, 0] == HIDERS
+    assert not core.action_masks()[0, 1, GRAB] and not core.action_masks()[0, 1, LOCK]
+    step(core, NOOP, W)  # the seeker climbs the locked ramp
+    assert core.agent_pos[0, 1].tolist() == [4, 4] and core.elevated()[0, 1]
+    assert not core.action_masks()[0, 0, GRAB]  # and nobody may grab a ramp someone stands on
+
+
+def test_hiders_drag_the_ramp_into_the_room_and_lock_it_during_preparation() -> None:
+    rows = ["#########", "#...#...#", "#.H.#...#", "#...#...#", "##D##...#", "#.R.....#",
+            "#.......#", "#.....S.#", "#########"]
+    core = core_from(rows, prep_fraction=0.2, max_steps=30)  # 6 preparation steps
+    assert core.prep_steps == 6
+    # The hider at (2, 2) walks south into the door (4, 2) and grabs the ramp south of it.
+    step(core, S, NOOP)
+    step(core, S, NOOP)
+    step(core, GRAB, NOOP)
+    assert core.holding[0, 0] == 0
+    step(core, N, NOOP)  # pull the ramp into the doorway
+    step(core, N, NOOP)  # and into the room
+    assert core.box_pos[0, 0].tolist() == [3, 2] and core.room[0, 3, 2]
+    step(core, LOCK, NOOP)
+    assert core.t[0] == core.prep_steps
+    phases = core.phases()
+    assert phases["ramp_defense"][0] == 1.0 and phases["fort"][0] == 0.0
+
+
+@pytest.mark.parametrize(("door_cell", "fort"), [("o", 1.0), ("R", 0.0), (".", 0.0)])
+def test_fort_needs_a_box_not_a_ramp_in_the_door(door_cell: str, fort: float) -> None:
+    rows = list(ROOM)
+    rows[3] = "#..." + door_cell + "...#"
+    rows[5] = "#.......#" if door_cell == "R" else rows[5]
+    layout = parse_layout(rows)
+    layout.doors[:] = [3, 4]
+    core = HideAndSeekV1Core(1, prep_fraction=0.1, max_steps=10, n_boxes=len(layout.boxes),
+                             n_ramps=len(layout.ramps), n_hiders=1, n_seekers=1)
+    core.set_layout(0, layout)
+    for _ in range(2):
+        step(core, NOOP, NOOP)
+    assert core.phases()["fort"][0] == fort
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_layouts_put_hiders_and_boxes_in_the_room_and_the_ramp_outside(seed: int) -> None:
+    q = quadrant_layout(9, 2, 2, 2, 1, seed)
+    assert q.room[q.hiders[:, 0], q.hiders[:, 1]].all() and q.room[q.boxes[:, 0], q.boxes[:, 1]].all()
+    assert not q.room[q.ramps[:, 0], q.ramps[:, 1]].any() and not q.room[q.seekers[:, 0], q.seekers[:, 1]].any()
+    assert q.room.sum() == 9
+    r = random_room_layout(15, 2, 2, 2, 1, seed)
+    assert r.room[r.hiders[:, 0], r.hiders[:, 1]].all() and not r.room[r.ramps[:, 0], r.ramps[:, 1]].any()
+    assert not r.walls[r.ramps[:, 0], r.ramps[:, 1]].any()
+
+
+@pytest.mark.parametrize("layout", ["quadrant", "random"])
+def test_batched_core_equals_single_envs(layout: str) -> None:
+    seeds = [3, 14, 15, 92, 65, 35]
+    size = 9 if layout == "quadrant" else 15
+    core = HideAndSeekV1Core(len(seeds), size=size, layout=layout)
+    obs, masks = core.reset(seeds)
+    envs = [HideAndSeekV1Env(size=size, layout=layout) for _ in seeds]
+    singles = [env.reset(seed=s) for env, s in zip(envs, seeds)]
+    names = envs[0].possible_agents
+    for i, (o, _) in enumerate(singles):
+        assert np.array_equal(obs[i], np.stack([o[a] for a in names]))
+    rng = np.random.default_rng(1)
+    for _ in range(core.max_steps):
+        actions = np.where(rng.random((len(seeds), 4)) < 0.85, random_legal(rng, masks),
+                           rng.integers(0, 7, (len(seeds), 4)))
+        obs, rewards, dones, masks = core.step(actions)
+        phases = core.phases()
+        for i, env in enumerate(envs):
+            o, r, _, _, info = env.step(dict(zip(names, actions[i].tolist())))
+            assert np.array_equal(obs[i], np.stack([o[a] for a in names]))
+            assert rewards[i].tolist() == [r[a] for a in names]
+            assert np.array_equal(masks[i], np.stack([info[a]["action_mask"] for a in names]))
+            assert info["seeker_0"]["phases"] == {p: float(phases[p][i]) for p in PHASES}
+    assert dones.all()
+
+
+def test_random_play_rarely_shows_the_phases() -> None:
+    core = HideAndSeekV1Core(128)
+    core.reset(list(range(128)))
+    rng = np.random.default_rng(0)
+    while core.t[0] < core.max_steps:
+        core.step(random_legal(rng, core.action_masks()))
+    rates = {k: float(v.mean()) for k, v in core.phases().items()}
+    assert set(rates) == set(PHASES)
+    assert rates["chasing"] > 0.3 and rates["fort"] < 0.1 and rates["ramp_defense"] < 0.15
+    assert rates["ramp_use"] < 0.25
+
+
+def test_render_shows_ramps() -> None:
+    env = HideAndSeekV1Env(render_mode="ansi", n_hiders=1, n_seekers=1, n_boxes=0, prep_fraction=0.0)
+    env.reset(options={"layout": ROOM})
+    text = env.render()
+    assert text.splitlines()[5][2] == "R"
+    env.step({"seeker_0": N})
+    assert "on ramp: seeker_0" in env.render()
+    rgb = HideAndSeekV1Env(render_mode="rgb_array")
+    rgb.reset(seed=1)
+    assert rgb.render().shape == (9 * 16, 9 * 16, 3)
+
+
+def test_box_by_door_curriculum_and_fort_potential() -> None:
+    for seed in range(4):
+        plain = quadrant_layout(9, 2, 2, 2, 1, seed)
+        near = quadrant_layout(9, 2, 2, 2, 1, seed, box_by_door=True)
+        assert np.array_equal(plain.doors, near.doors) and np.array_equal(plain.hiders, near.hiders)
+        gap = np.abs(near.boxes[0] - near.doors[0]).sum()
+        assert gap == 1 and near.room[near.boxes[0][0], near.boxes[0][1]]
+    rows = list(ROOM)
+    rows[2] = "#.Ho#...#"  # a box two cells from the door (3, 4)
+    core = core_from(rows)
+    far = core.fort_potential()[0]
+    assert 0.0 < far < 0.5
+    rows[2], rows[3] = "#.H.#...#", "#...o...#"  # the box in the door
+    layout = parse_layout(rows)
+    layout.doors[:] = [3, 4]
+    core.set_layout(0, layout)
+    assert core.fort_potential()[0] == 1.0 and core.door_block_status()[0]

@@ -1,0 +1,120 @@
+"""The hide-and-seek league on a real (embedded) Redis pool: populations, PFSP, TrueSkill, resume.
+
+Budgets are tiny (a few updates of 32 episodes): these check the machinery - snapshots in
+the per-role pools, PFSP-fed win-rate tables, phase rates and ratings per generation,
+resuming after a SIGKILL - not learning (that is ``benchmarks/hide_and_seek.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from arena.snapshots.durable import FileSnapshotStore
+from arena.snapshots.pool import RedisSnapshotPool
+from arena.storage.redis_server import connect_redis
+from arena.training.hide_and_seek_league import HideAndSeekLeague, HideAndSeekLeagueConfig, default_v1_ppo
+from envs.hide_and_seek_v1_core import PHASES
+
+pytestmark = pytest.mark.redis
+REPO = Path(__file__).resolve().parents[2]
+
+
+def tiny(name: str = "tiny") -> HideAndSeekLeagueConfig:
+    ppo = replace(default_v1_ppo(seed=1), num_envs=32, hidden=[16], minibatch_size=512, epochs=1, device="cpu")
+    return HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=1, eval_episodes=16)
+
+
+def make_pool(redis_url: str, tmp_path: Path) -> RedisSnapshotPool:
+    return RedisSnapshotPool(connect_redis(redis_url), FileSnapshotStore(tmp_path / "snapshots"))
+
+
+def test_league_snapshots_both_populations_rates_them_and_resumes(redis_url: str, tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny())
+    assert not league.resumed and len(league.generations) == 1  # generation 0, untrained
+    seen = []
+    league.run(5.0, max_generations=3, on_generation=seen.append)
+    gens = league.generations
+    assert [s.generation for s in gens] == [0, 1, 2] and [s.generation for s in seen] == [1, 2]
+    for role in ("hider", "seeker"):
+        members = league.pool.list(league.pools[role])
+        assert sorted(members) == sorted(getattr(s, f"{role}_sha256") for s in gens)
+    assert all(set(s.phase_rates) == set(PHASES) for s in gens)
+    assert all(0.0 <= v <= 1.0 for s in gens for v in s.phase_rates.values())
+    assert all(s.hider_sigma < 25 / 3 and s.seeker_sigma < 25 / 3 for s in gens)  # rated
+    # PFSP: each learner's table holds results against past generations of the other role.
+    assert league.tables["hider"].opponents() and league.tables["seeker"].opponents()
+    assert [row["generation"] for row in league.phase_table()] == [0, 1, 2]
+
+    again = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny())
+    assert again.resumed and again.trainer.updates == league.trainer.updates
+    assert again.in_curriculum == league.in_curriculum == again.trainer.core.box_by_door
+    assert [s.hider_sha256 for s in again.generations] == [s.hider_sha256 for s in gens]
+    for role in ("hider", "seeker"):
+        for a, b in zip(again.trainer.models[role].parameters(), league.trainer.models[role].parameters()):
+            assert torch.equal(a, b)
+        saved = again.trainer.generations[2][role]
+        assert all(torch.equal(saved[k], league.trainer.generations[2][role][k]) for k in saved)
+    again.run(5.0, max_generations=4)
+    assert [s.generation for s in again.generations] == [0, 1, 2, 3]
+    assert again.trainer.updates == league.trainer.updates + 1
+
+
+SCRIPT = """
+import sys, torch
+torch.set_num_threads(1)
+from tests.training.test_hide_and_seek_league import tiny, make_pool
+from arena.training.hide_and_seek_league import HideAndSeekLeague
+from pathlib import Path
+league = HideAndSeekLeague(make_pool(sys.argv[1], Path(sys.argv[2])), sys.argv[2], tiny("killed"))
+league.run(10.0, max_generations=1000)
+"""
+
+
+@pytest.mark.slow
+def test_league_resumes_after_a_kill(redis_url: str, tmp_path: Path) -> None:
+    state = tmp_path / "leagues" / "killed" / "hide_and_seek.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, redis_url, str(tmp_path)], cwd=REPO, env=env)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if state.is_file() and len(json.loads(state.read_text())["generations"]) >= 3:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, "the league stopped on its own"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    saved = json.loads(state.read_text())
+    league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("killed"))
+    assert league.resumed and len(league.generations) == len(saved["generations"]) >= 3
+    assert league.trainer.updates == saved["updates"]
+    n = len(league.generations)
+    league.run(5.0, max_generations=n + 1)
+    assert [s.generation for s in league.generations] == list(range(n + 1))
+    assert league.pool.count(league.pools["hider"]) == n + 1
+
+
+def test_curriculum_starts_with_boxes_by_the_doors_and_ends_at_the_threshold(redis_url: str, tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    pool = make_pool(redis_url, tmp_path)
+    staying = HideAndSeekLeague(pool, tmp_path, replace(tiny("stays"), curriculum_threshold=1.1))
+    assert staying.in_curriculum and staying.trainer.core.box_by_door and staying._cores[0].box_by_door
+    assert not staying._cores[1].box_by_door  # the headline is measured on the standard layouts
+    ending = HideAndSeekLeague(pool, tmp_path, replace(tiny("ends"), curriculum_threshold=0.0))
+    assert ending.generations[0].curriculum and not ending.in_curriculum
+    assert not ending.trainer.core.box_by_door
+    assert not HideAndSeekLeague(pool, tmp_path, replace(tiny("ends"), curriculum_threshold=0.0)).in_curriculum
