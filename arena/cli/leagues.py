@@ -128,13 +128,88 @@ def train(
         fail(str(exc))
 
 
+@league_app.command("hide-and-seek")
+def hide_and_seek(
+    name: str = typer.Option("hide_and_seek", help="League name (resumes a saved league of this name)."),
+    minutes: float = typer.Option(10.0, min=0.0, help="Training time budget of this run."),
+    generations: int = typer.Option(0, min=0, help="Stop once the league has this many generations (0: no limit)."),
+    updates: int = typer.Option(10, min=1, help="PPO updates per generation (a new league)."),
+    envs: int = typer.Option(256, min=1, help="Parallel training episodes per update (a new league)."),
+    eval_episodes: int = typer.Option(256, min=1, help="Evaluation episodes per pairing (a new league)."),
+    record: int = typer.Option(4, min=0, help="Standard-layout matches of each generation recorded for replay."),
+    threads: int = typer.Option(2, min=1, help="torch CPU threads."),
+    device: str = typer.Option("auto", help="Training device: auto (CUDA when present), cpu, cuda."),
+    seed: int = typer.Option(0, help="Master seed (a new league)."),
+) -> None:
+    """Train the hider/seeker league (hide_and_seek-v1) and publish its strategy timeline after each generation.
+
+    Generations, phase rates, hider and seeker ratings and replays of each phase's first
+    match appear on the league's web page (/leagues/{id}) while it trains.
+    """
+    from dataclasses import replace
+
+    import torch
+
+    from arena.storage.wiring import open_services
+    from arena.training.hide_and_seek_league import HideAndSeekLeagueConfig, default_v1_ppo
+    from arena.training.hide_and_seek_service import HideAndSeekLeagueRun
+
+    torch.set_num_threads(threads)
+    ppo = replace(default_v1_ppo(seed=seed), num_envs=envs, device=device)
+    config = HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=updates,
+                                     eval_episodes=eval_episodes)
+    roles = ("hider", "seeker")
+    try:
+        with open_services() as services:
+            with console.status(f"starting league [bold]{name}[/] (generation 0: snapshot, evaluation)..."):
+                run = HideAndSeekLeagueRun(services, config, record_matches=record)
+            league = run.league
+            if run.resumed:
+                console.print(f"resuming league [bold]{name}[/]: {len(league.generations)} generations, "
+                              f"{league.trainer.updates} updates")
+            console.print(f"league [bold]{name}[/] on {run.env_id}: web page /leagues/{run.league_id}")
+            console.print(phase_table(run.timeline, roles, f"league {name}: strategy phases"))
+
+            status = console.status("")
+
+            def show(summary) -> None:
+                status.stop()
+                console.print(f"generation {summary.generation}: {summary.updates} updates, "
+                              f"{summary.env_steps:,} env steps, {summary.train_seconds / 60:.1f} min trained")
+                console.print(phase_table(run.timeline, roles, f"league {name}: strategy phases"))
+                status.update(f"training generation {summary.generation + 1}...")
+                status.start()
+
+            status.update(f"training generation {len(league.generations)}...")
+            status.start()
+            try:
+                run.run(minutes, max_generations=generations or None, on_generation=show)
+            finally:
+                status.stop()
+            for f in run.timeline.firsts.values():
+                console.print(f"first {f.phase}: generation {f.generation}, match /matches/{f.match_id}")
+            console.print(f"state: {league.dir.root}")
+    except (ArenaError, ValueError) as exc:
+        fail(str(exc))
+
+
 @league_app.command("status")
 def status(name: str = typer.Option("main", help="League name.")) -> None:
     """Show a saved league: learners, snapshots, ratings, files."""
     from arena.settings import get_settings
+    from arena.training.hide_and_seek_service import load_timeline
     from arena.training.state import LeagueDir
 
     league_dir = LeagueDir(get_settings().data_dir, name)
+    hs = load_timeline(get_settings().data_dir, name)
+    if hs is not None and not league_dir.exists():
+        env_id, timeline = hs
+        console.print(f"hide-and-seek league [bold]{name}[/] on {env_id}: {len(timeline.generations)} generations")
+        console.print(phase_table(timeline, ("hider", "seeker"), f"league {name}: strategy phases"))
+        for f in timeline.firsts.values():
+            console.print(f"first {f.phase}: generation {f.generation}, match {f.match_id}")
+        console.print(f"state: {league_dir.root}")
+        return
     if not league_dir.exists():
         fail(f"no league {name!r} under {league_dir.root.parent}; start one with `arena league train --name {name}`")
     state = league_dir.load_state()

@@ -37,3 +37,22 @@ def test_league_errors_say_what_to_fix(tmp_path):
     assert res.returncode == 2 and "arena league train --name nope" in res.stdout + res.stderr
     res = run("league", "train", "--roles", "main_exploiter", "--minutes", "0.01", data_dir=tmp_path)
     assert res.returncode == 2 and "add 'main' to the roles" in res.stdout + res.stderr
+
+
+def test_hide_and_seek_league_command_publishes_its_timeline(tmp_path):
+    res = run("league", "hide-and-seek", "--name", "hs", "--minutes", "1", "--generations", "2", "--envs", "32",
+              "--eval-episodes", "16", "--updates", "1", "--record", "2", "--threads", "1",
+              data_dir=tmp_path, timeout=180)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "web page /leagues/1" in res.stdout and "generation 1:" in res.stdout
+    from arena.settings import Settings
+    from arena.storage.db import repositories as repo
+    from arena.storage.wiring import open_services
+
+    with open_services(Settings(data_dir=tmp_path)) as services, services.sessions() as session:
+        rows = repo.league_generations(session, 1)
+    assert [r.generation for r in rows] == [0, 1] and all(r.episodes == 18 for r in rows)
+    assert all(set(r.ratings) == {"hider", "seeker"} and "fort" in r.phase_rates for r in rows)
+    again = run("league", "hide-and-seek", "--name", "hs", "--minutes", "1", "--generations", "2",
+                data_dir=tmp_path, timeout=120)  # already there: resumes, trains nothing
+    assert again.returncode == 0 and "resuming league hs: 2 generations" in again.stdout, again.stdout
