@@ -142,10 +142,13 @@ class BoardCache:
     Args:
         max_age_s: A board older than this is reloaded in full.
         max_entries: Boards kept (least recently used dropped first).
+        clock: Monotonic seconds (a test moves its own).
     """
 
-    def __init__(self, max_age_s: float = 300.0, max_entries: int = 64) -> None:
+    def __init__(self, max_age_s: float = 300.0, max_entries: int = 64,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.max_age_s, self.max_entries = max_age_s, max_entries
+        self.clock = clock
         self._boards: OrderedDict[tuple[str, str], tuple[float, Board]] = OrderedDict()
         self._checked: dict[tuple[str, str], float] = {}  # when each board was last found current
         self._key_locks: dict[tuple[str, str], threading.Lock] = {}
@@ -162,7 +165,7 @@ class BoardCache:
 
     def checked_age(self, env_id: str, role: str) -> float:
         """Seconds since the board of ``env_id``/``role`` was last found current."""
-        return time.monotonic() - self._checked.get((env_id, role), -math.inf)
+        return self.clock() - self._checked.get((env_id, role), -math.inf)
 
     def _current(self, key: tuple[str, str]) -> tuple[Board | None, float]:
         """The cached board of ``key`` and when it was loaded in full (``None`` if too old)."""
@@ -172,7 +175,7 @@ class BoardCache:
                 return None, 0.0
             self._boards.move_to_end(key)
         loaded, board = entry
-        if time.monotonic() - loaded >= self.max_age_s:
+        if self.clock() - loaded >= self.max_age_s:
             return None, 0.0
         return board, loaded
 
@@ -180,7 +183,7 @@ class BoardCache:
             version: tuple[Any, ...] | None = None) -> Board:
         """The board of ``env_id``/``role`` as of ``version`` (read now if not given)."""
         key = (env_id, role)
-        checked = time.monotonic()  # before the version is read: found current as of now
+        checked = self.clock()  # before the version is read: found current as of now
         version = version if version is not None else repo.board_version(session, env_id)
         board, _ = self._current(key)
         if board is not None and board.version == version:
@@ -194,7 +197,7 @@ class BoardCache:
                 self._checked[key] = checked
                 return board
             if board is None:
-                loaded = time.monotonic()
+                loaded = self.clock()
                 board = read_board(session, env_id, role, version)
             else:
                 board = refresh_board(session, board, env_id, role, version)

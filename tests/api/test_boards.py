@@ -133,9 +133,10 @@ def test_history_limit_keeps_the_latest_points(client, services, limit):
 
 
 def test_leaderboard_pages_are_reused_within_the_cache_window(migrated_db_url, redis_url, tmp_path):
-    """With a page cache, a burst of readers shares one page; it refreshes after the window."""
-    import time
+    """With a page cache, a burst of readers shares one page; it refreshes after the window.
 
+    The cache runs on a clock the test moves, so a slow machine cannot outlast the window.
+    """
     from fastapi.testclient import TestClient
 
     from arena.api.app import create_app
@@ -144,16 +145,20 @@ def test_leaderboard_pages_are_reused_within_the_cache_window(migrated_db_url, r
     from arena.settings import Settings
     from arena.storage.wiring import open_services
 
+    now = [0.0]
     settings = Settings(page_cache_s=0.3, data_dir=tmp_path, database_url=migrated_db_url, redis_url=redis_url)
     with open_services(settings) as services:
         ladder = open_ladder(services.sessions, LadderConfig("tictactoe-v3", batch_size=100))
         ladder.add_agents([AgentSource(key=k, builtin=k) for k in ("heuristic", "random")])
         ladder.run(InProcessRunner(), 100)
-        with TestClient(create_app(services)) as client:
+        app = create_app(services)
+        app.state.api.boards.clock = lambda: now[0]
+        with TestClient(app) as client:
             first = client.get("/api/v1/leaderboard", params={"env": "tictactoe-v3"}).json()
             ladder.run(InProcessRunner(), 100)
+            now[0] += 0.29
             cached = client.get("/api/v1/leaderboard", params={"env": "tictactoe-v3"}).json()
-            time.sleep(0.35)
+            now[0] += 0.02
             fresh = client.get("/api/v1/leaderboard", params={"env": "tictactoe-v3"}).json()
     games = lambda page: sum(r["games"] for r in page["data"])
     assert games(first) == games(cached) == 200
