@@ -1,8 +1,9 @@
 """Torch cores of the built-in games: batched tensor programs on ``cpu`` or ``cuda``.
 
 :mod:`envs.device.boards` holds connect four and tictactoe, :mod:`envs.device.hide_and_seek`
-hide-and-seek-v0. Each mirrors a numpy core (and so a PettingZoo env) exactly and is
-checked against it by a differential test over 10,000 random games.
+hide-and-seek-v0 and :mod:`envs.device.hide_and_seek_v1` hide-and-seek-v1. Each mirrors a
+numpy core (and so a PettingZoo env) exactly and is checked against it by a differential
+test over 10,000 random games.
 """
 
 from envs.device.boards import (
@@ -14,14 +15,17 @@ from envs.device.boards import (
     make_torch_board_core,
 )
 from envs.device.hide_and_seek import LayoutBank, TorchHideAndSeekCore
+from envs.device.hide_and_seek_v1 import LayoutBankV1, TorchHideAndSeekV1Core
 
 __all__ = [
     "TORCH_BOARD_CORES",
     "LayoutBank",
+    "LayoutBankV1",
     "TorchBoardCore",
     "TorchBoards",
     "TorchConnectFour",
     "TorchHideAndSeekCore",
+    "TorchHideAndSeekV1Core",
     "TorchTicTacToe",
     "make_torch_board_core",
 ]

@@ -12,7 +12,7 @@ set of them on the device so that resets need no host work at all (training and
 benchmarks; a bank of ``k`` layouts is v0's layout distribution restricted to ``k``
 draws).
 
-Extending to later versions (v1 adds ramps on branch ``hs-v1``): every rule is a method
+Later versions (v1: :mod:`envs.device.hide_and_seek_v1`) extend this one: every rule is a method
 (``_move``, ``_grab``, ``_lock``, ``action_masks``, ``observe``) over plain state tensors,
 so a subclass adds its state in ``_allocate`` / ``_load_rows`` and overrides the
 rules that change, and its differential test reuses this one's with the v1 numpy core.
@@ -74,10 +74,14 @@ class TorchHideAndSeekCore:
     ``walls``, ``seen`` and ``_prep_doors`` (bool). Call :meth:`reset` first.
     """
 
+    _reference: type[HideAndSeekCore] = HideAndSeekCore  # the numpy core this one mirrors
+    _constants: tuple[str, ...] = _CONSTANTS
+
     def __init__(self, n_envs: int = 1, *, device: str | torch.device = "cpu", **kwargs) -> None:
-        ref = HideAndSeekCore(1, **kwargs)  # validates; the rules' constants come from it
-        for name in _CONSTANTS:
+        ref = self._reference(1, **kwargs)  # validates; the rules' constants come from it
+        for name in self._constants:
             setattr(self, name, getattr(ref, name))
+        self._host = ref  # a one-env numpy core, for host-side helpers (layout draws)
         self.n_envs, self.device = n_envs, torch.device(device)
         dev = self.device
         self.team_t = torch.as_tensor(self.team, device=dev)
@@ -260,13 +264,18 @@ class TorchHideAndSeekCore:
         new_pos, new_box_pos = pos + step, box_pos + step
         ok = (act >= 1) & (act <= 4) & self._free(new_pos, agent, box)
         ok &= ~held | self._free(new_box_pos, agent, box)
+        self._relocate(agent, box, (pos, new_pos), (box_pos, new_box_pos), ok, ok & held)
+
+    def _relocate(self, agent: Tensor, box: Tensor, agent_move: tuple[Tensor, Tensor],
+                  box_move: tuple[Tensor, Tensor], ok: Tensor, box_ok: Tensor) -> None:
+        """Move ``agent`` (where ``ok``) and ``box`` (where ``box_ok``) between ``(from, to)`` cells."""
         none = torch.full_like(agent, -1)
-        self._set(self.agent_at, pos, none, ok)
-        self._set(self.box_at, box_pos, none, ok & held)
-        self._set(self.agent_at, new_pos, agent, ok)
-        self._set(self.box_at, new_box_pos, box, ok & held)
-        self._put(self.agent_pos, agent, new_pos, ok)
-        self._put(self.box_pos, box, new_box_pos, ok & held)
+        self._set(self.agent_at, agent_move[0], none, ok)
+        self._set(self.box_at, box_move[0], none, box_ok)
+        self._set(self.agent_at, agent_move[1], agent, ok)
+        self._set(self.box_at, box_move[1], box, box_ok)
+        self._put(self.agent_pos, agent, agent_move[1], ok)
+        self._put(self.box_pos, box, box_move[1], box_ok)
 
     def _targets(self, agent: Tensor) -> tuple[Tensor, Tensor]:
         """First adjacent box each agent could grab, and could lock or unlock (-1: none).
@@ -280,7 +289,7 @@ class TorchHideAndSeekCore:
         some = adj.clamp(min=0).view(n, -1)
         lock = self.box_lock.gather(1, some).view(adj.shape)
         holder = self.box_holder.gather(1, some).view(adj.shape)
-        free = (adj >= 0) & (lock == UNLOCKED) & (holder < 0)
+        free = (adj >= 0) & (lock == UNLOCKED) & (holder < 0) & ~self._ungrabbable(adj, pos)
         toggle = free | ((adj >= 0) & (lock == self.team_t[idx][..., None]))
 
         def first(ok: Tensor) -> Tensor:
@@ -288,6 +297,11 @@ class TorchHideAndSeekCore:
             return torch.where(ok.any(2), pick, -1).view(agent.shape)
 
         return first(free), first(toggle)
+
+    def _ungrabbable(self, adj: Tensor, pos: Tensor) -> Tensor:
+        """Adjacent objects ``adj`` ``(n, m, 4)`` of agents at ``pos`` that v0 lets be grabbed but a
+        later version does not (none here)."""
+        return torch.zeros_like(adj, dtype=torch.bool)
 
     def _grab(self, agent: Tensor, act: Tensor) -> None:
         """Release the held box, or grab the first free adjacent one."""

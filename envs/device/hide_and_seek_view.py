@@ -63,11 +63,13 @@ def visibility(core: TorchHideAndSeekCore) -> Tensor:
     return near & ~blocked & ~eye
 
 
-def _windows(core: TorchHideAndSeekCore, maps: Tensor) -> Tensor:
-    """``(n, agents, 4, v, v)`` windows of the four maps around each agent, in its channel order.
+def windows(core: TorchHideAndSeekCore, maps: Tensor, order: Tensor) -> Tensor:
+    """``(n, agents, k, v, v)`` windows of ``maps`` ``(n, c, size, size)`` around each agent,
+    channels picked per agent by ``order`` ``(agents, k)``.
 
-    Beyond the grid, walls read as True and the other maps as False.
+    Beyond the grid, walls (channel 0) read as True and the other maps as False.
     """
+    c = maps.shape[1]
     n, a, v, half = core.n_envs, core.n_agents, core.view_size, core._half
     side = core.size + 2 * half
     padded = functional.pad(maps.to(torch.uint8), (half, half, half, half))
@@ -76,10 +78,9 @@ def _windows(core: TorchHideAndSeekCore, maps: Tensor) -> Tensor:
         padded[:, 0, :, :half] = padded[:, 0, :, -half:] = 1
     pos = core.agent_pos
     flat = (pos[:, :, 0, None, None] + core._win_dy) * side + pos[:, :, 1, None, None] + core._win_dx
-    out = padded.view(n, 4, -1).gather(2, flat.view(n, 1, -1).expand(-1, 4, -1))
-    out = out.view(n, 4, a, v, v).transpose(1, 2)
-    order = core._order[None, :, :, None, None].expand(n, -1, -1, v, v)
-    return out.gather(2, order)
+    out = padded.view(n, c, -1).gather(2, flat.view(n, 1, -1).expand(-1, c, -1))
+    out = out.view(n, c, a, v, v).transpose(1, 2)
+    return out.gather(2, order[None, :, :, None, None].expand(n, -1, -1, v, v))
 
 
 def observe(core: TorchHideAndSeekCore, vis: Tensor) -> Tensor:
@@ -88,13 +89,14 @@ def observe(core: TorchHideAndSeekCore, vis: Tensor) -> Tensor:
     Written into one preallocated tensor (window planes, then the ``FLAT`` features).
     """
     n, a, v, half = core.n_envs, core.n_agents, core.view_size, core._half
-    out = torch.zeros((n, a, core.obs_dim), device=core.device)
+    # v0's features only (a later version's core appends its own after them).
+    out = torch.zeros((n, a, len(CHANNELS) * v * v + len(FLAT)), device=core.device)
     planes = out[..., : len(CHANNELS) * v * v].view(n, a, len(CHANNELS), v * v)
     lock = core.box_lock.gather(1, core.box_at.clamp(min=0).view(n, -1)).view(core.box_at.shape)
     has_box = core.box_at >= 0
     maps = torch.stack([core.walls, has_box, has_box & (lock == HIDERS),
                         has_box & (lock == SEEKERS)], 1)
-    planes[:, :, :4] = _windows(core, maps).view(n, a, 4, v * v)
+    planes[:, :, :4] = windows(core, maps, core._order).view(n, a, 4, v * v)
     rel = core.agent_pos[:, None, :, :] - core.agent_pos[:, :, None, :] + half
     inside = ((rel >= 0) & (rel < v)).all(-1)
     same = core.team_t[:, None] == core.team_t[None, :]

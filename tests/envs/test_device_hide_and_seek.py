@@ -41,16 +41,22 @@ def assert_same(what: str, expected: np.ndarray, got: torch.Tensor, step: int) -
         pytest.fail(f"{what} differ at step {step} in env {env}:\n{expected[env]}\n{got[env]}")
 
 
+def reset_both(ref, core, rng: np.random.Generator) -> np.ndarray:
+    """Reset both cores with the same random seeds, check they agree; returns the masks."""
+    seeds = rng.integers(0, 2**31, size=ref.n_envs)
+    obs, masks = ref.reset(seeds)
+    got = core.reset(seeds)
+    for what, x, y in (("observations", obs, got[0]), ("masks", masks, got[1])):
+        assert_same(what, x, y, 0)
+    return masks
+
+
 def run_differential(n: int, seed: int, device: str, **kwargs) -> dict[str, int]:
     """Play ``n`` random episodes in both cores; returns how often each rule fired."""
     ref = HideAndSeekCore(n, **kwargs)
     core = TorchHideAndSeekCore(n, device=device, **kwargs)
     rng = np.random.default_rng(seed)
-    seeds = rng.integers(0, 2**31, size=n)
-    obs, masks = ref.reset(seeds)
-    got = core.reset(seeds)
-    for what, x, y in (("observations", obs, got[0]), ("masks", masks, got[1])):
-        assert_same(what, x, y, 0)
+    masks = reset_both(ref, core, rng)
     seen = {"held": 0, "locked_by_hiders": 0, "locked_by_seekers": 0, "seen": 0, "hidden": 0,
             "blocked": 0}
     for step in range(1, ref.max_steps + 1):
