@@ -130,6 +130,29 @@ def serialize_weights(state_dict: Mapping[str, torch.Tensor]) -> bytes:
     return safetensors.torch.save(tensors)
 
 
+def optimizer_tensors(optim: torch.optim.Optimizer, prefix: str = "optim") -> dict[str, torch.Tensor]:
+    """An optimizer's per-parameter state as plain CPU tensors ``<prefix>.<i>.<name>`` (safetensors-ready).
+
+    The param groups (learning rate etc.) are not included: the trainer's config rebuilds them.
+    """
+    return {f"{prefix}.{i}.{name}": torch.as_tensor(value).detach().to("cpu", copy=True).contiguous()
+            for i, state in optim.state_dict()["state"].items() for name, value in state.items()}
+
+
+def load_optimizer_tensors(optim: torch.optim.Optimizer, tensors: Mapping[str, torch.Tensor],
+                           prefix: str = "optim") -> None:
+    """Inverse of :func:`optimizer_tensors` (the param groups stay as they are)."""
+    state: dict[int, dict[str, torch.Tensor]] = {}
+    for key, value in tensors.items():
+        if key.startswith(prefix + "."):
+            i, name = key[len(prefix) + 1:].split(".", 1)
+            state.setdefault(int(i), {})[name] = value
+    if state:
+        sd = optim.state_dict()
+        sd["state"] = state
+        optim.load_state_dict(sd)
+
+
 def load_checkpoint_bytes(
     weights: bytes,
     spec_json: bytes | str | Mapping[str, Any],

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from agents.checkpoint import load_optimizer_tensors, optimizer_tensors
 from agents.nets import build_net
 from agents.neural import resolve_device
 from agents.policy import MatchRng, Policy
@@ -209,23 +210,12 @@ class SelfPlayPPO:
     def state_tensors(self) -> dict[str, torch.Tensor]:
         """Model weights (``model.*``) and Adam state (``optim.<i>.<name>``), as plain tensors."""
         out = {f"model.{k}": v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
-        for i, state in self.optim.state_dict()["state"].items():
-            for name, value in state.items():
-                out[f"optim.{i}.{name}"] = torch.as_tensor(value).detach().to("cpu", copy=True)
-        return out
+        return {**out, **optimizer_tensors(self.optim)}
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
         """Inverse of :meth:`state_tensors` (the learning rate stays as it is)."""
         self.load_weights({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
-        state: dict[int, dict[str, torch.Tensor]] = {}
-        for key, value in tensors.items():
-            if key.startswith("optim."):
-                _, i, name = key.split(".", 2)
-                state.setdefault(int(i), {})[name] = value
-        if state:
-            sd = self.optim.state_dict()
-            sd["state"] = state
-            self.optim.load_state_dict(sd)
+        load_optimizer_tensors(self.optim, tensors)
 
     # -- environment ---------------------------------------------------------------
     def _reset_finished(self, rows: np.ndarray) -> None:

@@ -33,7 +33,6 @@ updates since then are lost and redone).
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import time
@@ -46,7 +45,7 @@ import numpy as np
 import safetensors.torch
 import torch
 
-from agents.checkpoint import atomic_write, make_spec, serialize_weights
+from agents.checkpoint import atomic_write, load_optimizer_tensors, make_spec, optimizer_tensors, serialize_weights
 from agents.trainers.hide_and_seek_generations import evaluate_generation
 from agents.trainers.ppo_hide_and_seek import ROLES, HideAndSeekPPO, HideAndSeekPPOConfig, make_core
 from arena.snapshots.pool import RedisSnapshotPool
@@ -157,7 +156,7 @@ class HideAndSeekLeague:
         self.pool, self.cfg = pool, config
         self.dir = LeagueDir(data_dir, config.name)
         self.state_path = self.dir.root / "hide_and_seek.json"
-        self.tensor_path = self.dir.root / "hide_and_seek_trainer.pt"
+        self.tensor_path = self.dir.root / "hide_and_seek_trainer.safetensors"
         self.resumed = self.state_path.is_file()
         saved = json.loads(self.state_path.read_text()) if self.resumed else None
         if saved is not None:
@@ -281,15 +280,12 @@ class HideAndSeekLeague:
     def save(self) -> None:
         """Write the trainer tensors, then the state that refers to them (both atomically)."""
         t = self.trainer
-        blob = {
-            "models": {r: m.state_dict() for r, m in t.models.items()},
-            "optims": {r: o.state_dict() for r, o in t.optims.items()},
-            "torch_gen": t.gen.get_state(),
-            "torch_rng": torch.get_rng_state(),
-        }
-        buf = io.BytesIO()
-        torch.save(blob, buf)
-        atomic_write(self.tensor_path, buf.getvalue())
+        tensors = {"torch_gen": t.gen.get_state().cpu(), "torch_rng": torch.get_rng_state()}
+        for role in ROLES:
+            tensors |= {f"{role}.model.{k}": v.detach().to("cpu", copy=True).contiguous()
+                        for k, v in t.models[role].state_dict().items()}
+            tensors |= optimizer_tensors(t.optims[role], prefix=f"{role}.optim")
+        atomic_write(self.tensor_path, safetensors.torch.save(tensors))
         cfg = asdict(self.cfg)
         state = {
             "config": cfg,
@@ -317,12 +313,13 @@ class HideAndSeekLeague:
             kept = {getattr(s, f"{role}_sha256") for s in self.generations}
             for sha in set(self.pool.list(self.pools[role])) - kept:
                 self.pool.remove(self.pools[role], sha)
-        blob = torch.load(io.BytesIO(self.tensor_path.read_bytes()), map_location=t.device, weights_only=False)
+        tensors = safetensors.torch.load(self.tensor_path.read_bytes())  # tensors only, never code
         for role in ROLES:
-            t.models[role].load_state_dict(blob["models"][role])
-            t.optims[role].load_state_dict(blob["optims"][role])
-        t.gen.set_state(blob["torch_gen"].cpu() if t.device.type == "cpu" else blob["torch_gen"])
-        torch.set_rng_state(blob["torch_rng"].cpu())
+            prefix = f"{role}.model."
+            t.models[role].load_state_dict({k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)})
+            load_optimizer_tensors(t.optims[role], tensors, prefix=f"{role}.optim")
+        t.gen.set_state(tensors["torch_gen"])
+        torch.set_rng_state(tensors["torch_rng"])
         t.updates, t.total_steps = saved["updates"], saved["total_steps"]
         self.train_seconds = saved["train_seconds"]
         t.rng.bit_generator.state = saved["trainer_rng"]
