@@ -76,6 +76,8 @@ class ServiceConfig:
         pacing: How fast a board plays once settled (its ``batch_size`` is this one's).
         replay_retention_days: Action lists of never-opened matches older than this are
             dropped (:mod:`arena.ladder.retention`); 0 keeps every replay.
+        seed: Seeds the ladders' matches and line-up choices; ``None``: the start time,
+            so every run plays new games (a test fixes it to replay the same ones).
     """
 
     envs: tuple[str, ...] = field(default_factory=builtin_env_ids)
@@ -89,6 +91,7 @@ class ServiceConfig:
     metrics_every_s: float = 5.0
     pacing: PacingConfig = field(default_factory=PacingConfig)
     replay_retention_days: float = 0.0
+    seed: int | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> ServiceConfig:
@@ -108,8 +111,8 @@ class BackgroundService:
         self.config = config or ServiceConfig()
         self.ladders: dict[str, Ladder] = {}
         self.retention = ReplayRetention(services.sessions, self.config.replay_retention_days)
-        self.pacer = LadderPacer(replace(self.config.pacing, batch_size=self.config.batch_size),
-                                 seed=int(time.time()))
+        self.seed = int(time.time()) if self.config.seed is None else self.config.seed
+        self.pacer = LadderPacer(replace(self.config.pacing, batch_size=self.config.batch_size), seed=self.seed)
         self.engine = MatchEngine(time_budget_s=VALIDATION_TIME_BUDGET_S)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -182,7 +185,7 @@ class BackgroundService:
         ladder = self.ladders.get(env_id)
         if ladder is None:
             ladder = open_ladder(self.services.sessions,
-                                 LadderConfig(env_id, batch_size=self.config.batch_size, seed=int(time.time()),
+                                 LadderConfig(env_id, batch_size=self.config.batch_size, seed=self.seed,
                                               target_sigma=self.config.target_sigma))
             self.ladders[env_id] = ladder
         ladder.sync_agents([agent_source(a) for a in agents])

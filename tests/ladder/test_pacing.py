@@ -44,7 +44,7 @@ class Clock:
 
 
 def _service(services, clock: Clock, pacing: PacingConfig) -> BackgroundService:
-    config = ServiceConfig(envs=(ENV,), batch_size=256, max_rate=1e12, pacing=pacing)
+    config = ServiceConfig(envs=(ENV,), batch_size=256, max_rate=1e12, pacing=pacing, seed=0)  # same games every run
     return BackgroundService(services, InProcessRunner(), config, clock=clock)
 
 
