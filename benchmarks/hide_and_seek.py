@@ -84,7 +84,7 @@ def summarise(league: HideAndSeekLeague) -> dict:
         "first_generation": first,
         "phases_in_order": phases_in_order(first),
         "train_fort_rates": [round(s.door_block_rate, 4) for s in gens],
-        "curriculum_generations": sum(s.curriculum for s in gens),
+        "curriculum_shares": [[round(s.curriculum, 3), round(s.ramp_curriculum, 3)] for s in gens],
         "hider_mu": [round(s.hider_mu, 2) for s in gens],
         "seeker_mu": [round(s.seeker_mu, 2) for s in gens],
     }
@@ -94,7 +94,7 @@ def row(s: GenerationSummary) -> str:
     r = s.phase_rates
     return (f"{s.generation:4d} {s.updates:6d} {s.env_steps:11,d} {r.get('chasing', 0):8.3f} {r.get('fort', 0):6.3f} "
             f"{r.get('ramp_use', 0):9.3f} {r.get('ramp_defense', 0):13.3f} {s.hider_mu:8.2f} {s.seeker_mu:9.2f}"
-            f" {s.door_block_rate:10.3f}{' (curriculum)' if s.curriculum else ''}")
+            f" {s.door_block_rate:10.3f} {s.curriculum:5.2f}/{s.ramp_curriculum:4.2f}")
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -110,9 +110,14 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--fort-potential-bonus", type=float, default=None)
     p.add_argument("--ramp-defense-bonus", type=float, default=None)
     p.add_argument("--ramp-use-bonus", type=float, default=None)
-    p.add_argument("--curriculum-threshold", type=float, default=HideAndSeekLeagueConfig.curriculum_threshold,
-                   help="training-layout fort rate that ends the boxes-by-the-doors curriculum")
+    p.add_argument("--curriculum-share", type=float, default=HideAndSeekLeagueConfig.curriculum_share,
+                   help="share of boxes-by-the-doors training episodes while standard forts are rare")
+    p.add_argument("--curriculum-target", type=float, default=HideAndSeekLeagueConfig.curriculum_target,
+                   help="standard-layout fort rate at which that share reaches 0")
     p.add_argument("--no-curriculum", action="store_true")
+    p.add_argument("--curriculum-ramp", action=argparse.BooleanOptionalAction,
+                   default=HideAndSeekLeagueConfig.curriculum_ramp,
+                   help="second curriculum stage once forts are common: the ramp starts by a door")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument("--data-dir", default=None, help="keep (and resume) the league here")
@@ -127,7 +132,9 @@ def main(argv: list[str] | None = None) -> dict:
                   device=args.device, **bonuses)
     config = HideAndSeekLeagueConfig(name="bench", ppo=ppo, updates_per_generation=args.updates_per_generation,
                                      eval_episodes=args.eval_episodes, curriculum=not args.no_curriculum,
-                                     curriculum_threshold=args.curriculum_threshold)
+                                     curriculum_share=args.curriculum_share,
+                                     curriculum_target=args.curriculum_target,
+                                     curriculum_ramp=args.curriculum_ramp)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp:
         data_dir = Path(args.data_dir or tmp)
@@ -136,7 +143,7 @@ def main(argv: list[str] | None = None) -> dict:
             league = HideAndSeekLeague(pool, data_dir, config)
             print(f"hide_and_seek-v1 quadrant, {minutes:g} min, device {league.trainer.device}, "
                   f"{ppo.num_envs} envs, {args.updates_per_generation} updates per generation")
-            print(" gen  upds   env steps  chasing   fort  ramp_use  ramp_defense  hider_mu  seeker_mu  train_fort")
+            print(" gen  upds   env steps  chasing   fort  ramp_use  ramp_defense  hider_mu  seeker_mu  train_fort  boxes/ramp")
             print(row(league.generations[0]) + "   (baseline: untrained)")
             left = minutes - (time.perf_counter() - start) / 60.0
             league.run(left, on_generation=lambda s: print(row(s), flush=True))
@@ -145,7 +152,8 @@ def main(argv: list[str] | None = None) -> dict:
     result["device"] = str(league.trainer.device)
     result["config"] = {"num_envs": ppo.num_envs, "epochs": ppo.epochs, "minibatch_size": ppo.minibatch_size,
                         "updates_per_generation": args.updates_per_generation,
-                        "curriculum": config.curriculum, "curriculum_threshold": config.curriculum_threshold, **{
+                        "curriculum": config.curriculum, "curriculum_share": config.curriculum_share,
+                        "curriculum_target": config.curriculum_target, "curriculum_ramp": config.curriculum_ramp, **{
                             k: getattr(ppo, k) for k in names}}
     print(json.dumps(result))
     return result

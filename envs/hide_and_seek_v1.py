@@ -6,6 +6,12 @@ pulled, dragged and locked per team, a preparation phase in which seekers are fr
 team rewards (+1 per post-preparation step for hiders when no seeker sees a hider, -1
 otherwise; seekers the opposite), the ``higher_score`` outcome - plus:
 
+**Pushing**: an agent holding nothing that moves into an unlocked box nobody holds pushes
+it one cell on (and steps into its cell) if the cell beyond is free, as boxes are pushed
+in OpenAI's physics world; v0 moves boxes only while grabbed. A locked box or one that
+somebody holds cannot be pushed, so a fort holds against seekers only if its boxes are
+locked.
+
 **Ramps** (``n_ramps``, default 1) are movable objects like boxes: grabbed, pushed,
 pulled, dragged, locked and unlocked by the same actions and rules (a locked ramp can
 be moved by nobody and unlocked only by the team that locked it). Unlike boxes:
@@ -51,7 +57,9 @@ wraps a core of one episode.
 
 Version history:
     v1: initial release (grid 9, quadrant layout, 2 hiders, 2 seekers, 2 boxes, 1 ramp,
-        50 steps, 40% preparation).
+        50 steps, 40% preparation). A day after release boxes became pushable by walking
+        into them; v1 replays recorded before that change replay only on the code that
+        recorded them.
 """
 
 from __future__ import annotations

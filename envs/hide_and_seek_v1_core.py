@@ -12,6 +12,8 @@ for users in :mod:`envs.hide_and_seek_v1`):
   beyond, if that cell is in the grid, floor and empty;
 * ramps are low: they do not block sight; an agent on a ramp sees, and is seen, over
   the walls and boxes right next to it (its 8 neighbours);
+* an agent holding nothing that moves into an unlocked box nobody holds pushes it one
+  cell on, if that cell is free (v0 moves boxes only by grabbing them);
 * boxes cannot be climbed (no box surfing) and never enter a ramp's cell.
 
 Phase detectors (:data:`PHASES`, :meth:`HideAndSeekV1Core.phases`), per episode:
@@ -36,6 +38,12 @@ CHANNELS_V1 = ("ramps",)
 FLAT_V1 = ("on_ramp",)
 
 
+def drawn_share(share: bool | float, seed: int, stream: int) -> bool:
+    """A curriculum option that holds for ``share`` of the episodes, drawn from the layout seed."""
+    share = float(share)
+    return share >= 1.0 or (share > 0.0 and bool(np.random.default_rng([int(seed), stream]).random() < share))
+
+
 class HideAndSeekV1Core(HideAndSeekCore):
     """Steps ``n_envs`` ``hide_and_seek-v1`` episodes at once.
 
@@ -47,8 +55,11 @@ class HideAndSeekV1Core(HideAndSeekCore):
         n_ramps: Ramps (default 1).
         layout: ``"quadrant"`` (default) or ``"random"`` (v0's random rooms), see
             :mod:`envs.hide_and_seek_v1_grid`.
-        box_by_door: Training curriculum: layouts start boxes next to the doors inside
-            (an attribute read at every reset, so a trainer may switch it off).
+        box_by_door: Training curriculum: layouts start boxes next to the doors inside.
+            ``True``/``False``, or a share in ``[0, 1]``: each episode starts so with that
+            probability, drawn from its layout seed (an attribute read at every reset, so a
+            trainer may change it between updates). The attribute ``ramp_by_door`` (same
+            form, quadrant layouts) starts the ramp two cells outside a door.
     """
 
     def __init__(
@@ -66,7 +77,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
         view_size: int = 9,
         n_doors: int | None = None,
         layout: str = "quadrant",
-        box_by_door: bool = False,
+        box_by_door: bool | float = False,
     ) -> None:
         if layout not in grid1.LAYOUTS:
             raise ValueError(f"layout must be one of {grid1.LAYOUTS}, got {layout!r}")
@@ -79,6 +90,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
                          vision_radius=vision_radius, view_size=view_size, n_doors=n_doors,
                          box_by_door=box_by_door)
         self.n_real_boxes, self.n_ramps, self.layout = n_boxes, n_ramps, layout
+        self.ramp_by_door: bool | float = False  # curriculum (quadrant): the ramp starts by a door, as box_by_door
         self.is_ramp = np.arange(max(self.n_boxes, 1)) >= n_boxes
         self.is_ramp_ext = np.append(self.is_ramp, False)  # index -1 (no object): not a ramp
         self.obs_dim += len(CHANNELS_V1) * view_size**2 + len(FLAT_V1)
@@ -95,8 +107,12 @@ class HideAndSeekV1Core(HideAndSeekCore):
     def draw_layout(self, seed: int) -> grid1.LayoutV1:
         """The layout of ``seed`` under this core's settings."""
         draw = grid1.quadrant_layout if self.layout == "quadrant" else grid1.random_room_layout
+        by_door = drawn_share(self.box_by_door, seed, 3)
+        if self.layout != "quadrant":
+            return draw(self.size, self.n_hiders, self.n_seekers, self.n_real_boxes, self.n_ramps,
+                        int(seed), self.n_doors, by_door)
         return draw(self.size, self.n_hiders, self.n_seekers, self.n_real_boxes, self.n_ramps,
-                    int(seed), self.n_doors, self.box_by_door)
+                    int(seed), self.n_doors, by_door, drawn_share(self.ramp_by_door, seed, 4))
 
     def reset(self, seeds, rows=None):
         rows = self._rows if rows is None else np.asarray(rows)
@@ -211,6 +227,17 @@ class HideAndSeekV1Core(HideAndSeekCore):
             ok &= (other < 0) | (other == agent)
         return ok
 
+    def _carried(self, r: np.ndarray, ahead: np.ndarray, hold: np.ndarray) -> np.ndarray:
+        """The object a move carries: the one held, else a box pushed (``-1``: none).
+
+        An agent holding nothing pushes the box in the cell it moves into if that box is
+        unlocked, held by nobody and not a ramp (walking into a ramp climbs it)."""
+        obj = self.box_at[r, ahead[..., 0], ahead[..., 1]]
+        some = np.maximum(obj, 0)
+        push = (hold < 0) & (obj >= 0) & ~self.is_ramp_ext[obj]
+        push &= (self.box_lock[r, some] == UNLOCKED) & (self.box_holder[r, some] < 0)
+        return np.where(push, obj, hold)
+
     def _vault_to(self, r: np.ndarray, pos: np.ndarray, step: np.ndarray, box, agents_block: bool = True):
         """``(ok, landing)``: the move vaults from a ramp over a wall or box onto ``landing``."""
         over, land = pos + step, pos + 2 * step
@@ -232,12 +259,13 @@ class HideAndSeekV1Core(HideAndSeekCore):
             return
         r, a = rows[sel], agent[sel]
         step = MOVES[act[sel] - 1]
-        pos, box = self.agent_pos[r, a], self.holding[r, a]
+        pos, hold = self.agent_pos[r, a], self.holding[r, a]
+        box = self._carried(r, pos + step, hold)
         held = box >= 0
         box_pos = np.where(held[:, None], self.box_pos[r, np.maximum(box, 0)], pos)
         new_box_pos = box_pos + step
         walk = self._walkable(r, pos + step, a, box) & (~held | self._free(r, new_box_pos, a, box))
-        vault, land = self._vault_to(r, pos, step, box)
+        vault, land = self._vault_to(r, pos, step, hold)
         vault &= ~walk
         new_pos = np.where(vault[:, None], land, pos + step)
         ok = walk | vault
@@ -272,11 +300,13 @@ class HideAndSeekV1Core(HideAndSeekCore):
         """v0's masks, moves by v1's rules (walk or vault; other agents ignored)."""
         masks = super().action_masks()
         r = self._rows[:, None, None]
-        pos, box = self.agent_pos[:, :, None, :], self.holding[:, :, None]
+        pos, hold = self.agent_pos[:, :, None, :], self.holding[:, :, None]
+        box = self._carried(r, pos + MOVES, hold)
         held = box >= 0
-        box_pos = np.where(held[..., None], self.box_pos[r[..., 0], np.maximum(self.holding, 0)][:, :, None], pos)
-        walk = self._walkable(r, pos + MOVES, -1, box, False) & (~held | self._free(r, box_pos + MOVES, -1, box, False))
-        vault, _ = self._vault_to(r, np.broadcast_to(pos, (*pos.shape[:2], 4, 2)), MOVES, box, False)
+        box_pos = np.where(held[..., None], self.box_pos[r, np.maximum(box, 0)], pos)
+        new_box_pos = np.clip(box_pos + MOVES, 0, self.size - 1)  # a pushed box is never on the border
+        walk = self._walkable(r, pos + MOVES, -1, box, False) & (~held | self._free(r, new_box_pos, -1, box, False))
+        vault, _ = self._vault_to(r, np.broadcast_to(pos, (*pos.shape[:2], 4, 2)), MOVES, hold, False)
         frozen = (self.team == SEEKERS)[None] & (self.t < self.prep_steps)[:, None]
         stop = frozen | (self.t >= self.max_steps)[:, None]
         masks[..., 1:5] = (walk | vault) & ~stop[..., None]

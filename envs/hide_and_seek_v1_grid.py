@@ -45,7 +45,7 @@ class LayoutV1(Layout):
 
 def quadrant_layout(
     size: int, n_hiders: int, n_seekers: int, n_boxes: int, n_ramps: int, seed: int,
-    n_doors: int | None = None, box_by_door: bool = False,
+    n_doors: int | None = None, box_by_door: bool = False, ramp_by_door: bool = False,
 ) -> LayoutV1:
     """Draw a quadrant layout (see the module docstring) from ``seed``.
 
@@ -53,6 +53,8 @@ def quadrant_layout(
         n_doors: ``None``: one or two doors drawn from ``seed``; ``1`` or ``2`` forces it.
         box_by_door: Training curriculum: box ``i`` starts on the room cell next to door
             ``i`` (one push from blocking it); nothing else about the draw changes.
+        ramp_by_door: Training curriculum: the first ramp starts two cells outside the first
+            door (a hider stepping into the doorway can lock it), unless a seeker stands there.
     """
     rng = np.random.default_rng(seed)
     m = size // 2
@@ -79,6 +81,12 @@ def quadrant_layout(
             by = door + MOVES
             by = by[((by >= 0) & (by < size)).all(-1)]
             cells[n_hiders + i] = by[room[by[:, 0], by[:, 1]]][0]
+    if ramp_by_door and n_ramps:
+        out = [mv for mv in MOVES if room[tuple(doors[0] - mv)]]  # from the room through the door
+        spot = doors[0] + 2 * out[0]
+        taken = (cells[k : k + n_seekers] == spot).all(-1).any()
+        if not walls[tuple(spot)] and not taken:
+            cells[k + n_seekers] = spot
     return LayoutV1(
         walls=np.ascontiguousarray(walls),
         doors=doors.astype(np.int64),

@@ -16,10 +16,19 @@
   against itself and the previous generation on the training layouts, and against itself
   on the env's standard layouts (v1: the 9x9 quadrant), where the phase rates
   (:data:`envs.hide_and_seek_v1_core.PHASES`) are measured - the headline;
-* automatic curriculum (``curriculum``): training starts on layouts whose boxes stand
-  next to the doors inside (one push from a fort); once a generation blocks every door
-  in ``curriculum_threshold`` of its training-layout episodes, training moves to the
-  standard layouts for good. The headline rates are always measured on the standard ones;
+* automatic curriculum (``curriculum``), two stages set after every generation from its
+  phase rates on the standard layout (``fort``, ``ramp_defense``; ``S`` is
+  ``curriculum_share``, ``T`` ``curriculum_target``):
+
+  - *forts*: ``S * (1 - fort / T)`` of the training episodes start with the boxes next
+    to the doors inside (one push from a fort): the easy episodes fade out as the skill
+    carries over to the standard layout;
+  - *ramps* (``curriculum_ramp``): once forts are common, ``S * clip(2 fort / T - 1, 0, 1)
+    * (1 - ramp_defense / T)`` of them start with the ramp two cells outside a door,
+    where hiders can reach it and lock it in preparation and seekers find it quickly.
+    Started only then, so ramp use follows forts, as in the original.
+
+  The rest train on the standard layouts; the headline rates are always measured there;
 * generations are rated by TrueSkill per role (:func:`rate_generations`, agents
   ``hider-gen<g>`` and ``seeker-gen<g>``) from all evaluation matches.
 
@@ -116,9 +125,13 @@ class HideAndSeekLeagueConfig:
     win_rate_decay: float = 0.9
     """decay of the per-role win-rate tables per recorded update"""
     curriculum: bool = True
-    """start on boxes-by-the-doors layouts, switch to the standard ones (module docstring)"""
-    curriculum_threshold: float = 0.6
-    """training-layout fort rate of a generation that ends the curriculum"""
+    """mix boxes-by-the-doors episodes into training while forts are rare (module docstring)"""
+    curriculum_share: float = 0.5
+    """share of training episodes with boxes by the doors while the standard fort rate is 0"""
+    curriculum_target: float = 0.8
+    """standard-layout fort rate at which that share has shrunk (linearly) to 0"""
+    curriculum_ramp: bool = True
+    """second stage: once forts are common, episodes with the ramp two cells outside a door"""
 
 
 @dataclass
@@ -134,8 +147,10 @@ class GenerationSummary:
     hider_win_rate: float
     hider_sha256: str
     seeker_sha256: str
-    curriculum: bool = False
-    """trained on the curriculum layouts (boxes by the doors) when frozen"""
+    curriculum: float = 0.0
+    """share of training episodes with boxes by the doors (the curriculum) when frozen"""
+    ramp_curriculum: float = 0.0
+    """share of training episodes with the ramp by a door when frozen"""
     hider_mu: float = 0.0
     hider_sigma: float = 0.0
     seeker_mu: float = 0.0
@@ -172,18 +187,31 @@ class HideAndSeekLeague:
         self.train_seconds = 0.0
         self._cores = (make_core(config.ppo, config.eval_episodes),
                        make_core(config.ppo, config.eval_episodes, standard=True))
-        self.in_curriculum = config.curriculum
+        self.curriculum_shares = self._curriculum_for({})
         if saved is not None:
             self._restore(saved)
-        self._set_curriculum(self.in_curriculum)
+        self._set_curriculum(*self.curriculum_shares)
         if saved is None:
             self._close_generation(0)
 
-    def _set_curriculum(self, on: bool) -> None:
-        """Training (and training-layout evaluation) cores start boxes by the doors, or not."""
-        self.in_curriculum = on
+    def _curriculum_for(self, rates: dict[str, float]) -> tuple[float, float]:
+        """``(boxes by the doors, ramp by a door)`` shares after a generation with these
+        standard-layout phase rates (module docstring)."""
+        cfg = self.cfg
+        if not cfg.curriculum:
+            return 0.0, 0.0
+        fort = min(1.0, rates.get("fort", 0.0) / cfg.curriculum_target)
+        defended = min(1.0, rates.get("ramp_defense", 0.0) / cfg.curriculum_target)
+        ramps = cfg.curriculum_share * min(1.0, max(0.0, 2.0 * fort - 1.0)) * (1.0 - defended)
+        return cfg.curriculum_share * (1.0 - fort), ramps if cfg.curriculum_ramp else 0.0
+
+    def _set_curriculum(self, boxes: float, ramps: float) -> None:
+        """Training (and training-layout evaluation) cores start these shares of their
+        episodes with boxes by the doors (all if the trainer's config asks) and the ramp by a door."""
+        self.curriculum_shares = (boxes, ramps)
         for core in (self.trainer.core, self._cores[0]):
-            core.box_by_door = on or self.cfg.ppo.box_by_door
+            core.box_by_door = 1.0 if self.cfg.ppo.box_by_door else boxes
+            core.ramp_by_door = ramps
 
     # -- generations -------------------------------------------------------------------
     def _pick_opponent(self, role: str) -> int:
@@ -218,12 +246,11 @@ class HideAndSeekLeague:
             generation=g, updates=trainer.updates, env_steps=trainer.total_steps,
             train_seconds=self.train_seconds, phase_rates=stats["phase_rates"],
             door_block_rate=stats["door_block_rate"], hider_win_rate=stats["hider_win_rate"],
-            hider_sha256=shas["hider"], seeker_sha256=shas["seeker"], curriculum=self.in_curriculum,
+            hider_sha256=shas["hider"], seeker_sha256=shas["seeker"], curriculum=self.curriculum_shares[0],
+            ramp_curriculum=self.curriculum_shares[1],
         )
         self.generations.append(summary)
-        if self.in_curriculum and summary.door_block_rate >= self.cfg.curriculum_threshold:
-            log.info("generation %d blocks the curriculum's doors: training on the standard layouts", g)
-            self._set_curriculum(False)
+        self._set_curriculum(*self._curriculum_for(summary.phase_rates))
         self.rate()
         self.save()
         return summary
@@ -297,7 +324,7 @@ class HideAndSeekLeague:
             "tables": {r: tab.to_json() for r, tab in self.tables.items()},
             "generations": [asdict(s) for s in self.generations],
             "matches": self.matches,
-            "in_curriculum": self.in_curriculum,
+            "curriculum_shares": list(self.curriculum_shares),
         }
         atomic_write(self.state_path, json.dumps(state).encode())
 
@@ -326,5 +353,5 @@ class HideAndSeekLeague:
         self.rng.bit_generator.state = saved["league_rng"]
         self.tables = {r: WinRateTable.from_json(d) for r, d in saved["tables"].items()}
         self.matches = [tuple(m) for m in saved["matches"]]
-        self.in_curriculum = saved["in_curriculum"]
+        self.curriculum_shares = tuple(saved["curriculum_shares"])
 

@@ -19,7 +19,7 @@ import torch
 from envs import hide_and_seek_grid as grid
 from envs.device import hide_and_seek_view as perception
 from envs.device.hide_and_seek import _CONSTANTS, LayoutBank, TorchHideAndSeekCore
-from envs.hide_and_seek_grid import HIDERS, SEEKERS
+from envs.hide_and_seek_grid import HIDERS, SEEKERS, UNLOCKED
 from envs.hide_and_seek_v1_core import HideAndSeekV1Core
 from envs.hide_and_seek_v1_grid import LayoutV1
 
@@ -158,6 +158,13 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
             ok &= (other < 0) | (other == agent)
         return ok
 
+    def _carried(self, ahead: Tensor, hold: Tensor) -> Tensor:
+        """The object a move carries: the one held, else an unlocked box nobody holds that it pushes."""
+        obj = self._at(self.box_at, ahead)
+        push = (hold < 0) & (obj >= 0) & ~self._ramp(obj)
+        push &= (self._of(self.box_lock, obj) == UNLOCKED) & (self._of(self.box_holder, obj) < 0)
+        return torch.where(push, obj, hold)
+
     def _vault_to(self, pos: Tensor, step: Tensor, box: Tensor,
                   agents_block: bool = True) -> tuple[Tensor, Tensor]:
         """``(ok, landing)``: the move vaults from a ramp over a wall or box onto ``landing``."""
@@ -176,13 +183,14 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
     def _move(self, agent: Tensor, act: Tensor) -> None:
         """Walk (and move the held object), or vault from a ramp."""
         step = self._moves[(act - 1).clamp(0, 3)]
-        pos, box = self._row(self.agent_pos, agent), self._row(self.holding, agent)
+        pos, hold = self._row(self.agent_pos, agent), self._row(self.holding, agent)
+        box = self._carried(pos + step, hold)
         held = box >= 0
         box_pos = torch.where(held[:, None], self._row(self.box_pos, box), pos)
         new_box_pos = box_pos + step
         is_move = (act >= 1) & (act <= 4)
         walk = is_move & self._walkable(pos + step, agent, box) & (~held | self._free(new_box_pos, agent, box))
-        vault, land = self._vault_to(pos, step, box)
+        vault, land = self._vault_to(pos, step, hold)
         vault &= is_move & ~walk
         new_pos = torch.where(vault[:, None], land, pos + step)
         ok = walk | vault
@@ -198,12 +206,15 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
     def action_masks(self) -> Tensor:
         """v0's masks, moves by v1's rules (walk or vault; other agents ignored)."""
         masks = super().action_masks()
-        pos, box = self.agent_pos[:, :, None, :], self.holding[:, :, None]
+        pos, hold = self.agent_pos[:, :, None, :], self.holding[:, :, None]
+        box = self._carried(pos + self._moves, hold)
         held = box >= 0
-        box_pos = torch.where(held[..., None], self._row_all(self.box_pos, self.holding)[:, :, None], pos)
+        n, a = box.shape[:2]
+        carried_pos = self._row_all(self.box_pos, box.reshape(n, -1)).view(n, a, 4, 2)
+        box_pos = torch.where(held[..., None], carried_pos, pos)
         walk = self._walkable(pos + self._moves, -1, box, False)
-        walk &= ~held | self._free(box_pos + self._moves, -1, box, False)
-        vault, _ = self._vault_to(pos.expand(-1, -1, 4, -1), self._moves, box, False)
+        walk &= ~held | self._free((box_pos + self._moves).clamp(0, self.size - 1), -1, box, False)
+        vault, _ = self._vault_to(pos.expand(-1, -1, 4, -1), self._moves, hold, False)
         frozen = (self.team_t == SEEKERS)[None] & (self.t < self.prep_steps)[:, None]
         stop = frozen | (self.t >= self.max_steps)[:, None]
         masks[..., 1:5] = (walk | vault) & ~stop[..., None]

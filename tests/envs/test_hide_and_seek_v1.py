@@ -86,8 +86,36 @@ def test_boxes_cannot_be_climbed_and_ramps_do_not_block_sight() -> None:
     core2 = core_from(["#########", "#.......#", "#.......#", "#.......#", "#S.R..H.#",
                        "#.......#", "#.......#", "#.......#", "#########"])
     assert core2.visibility()[0, 1, 0]
-    # A hider next to the box cannot walk onto it.
+    # A hider moving into the box pushes it; nobody ever stands on a box.
+    step(core, W, NOOP)
+    assert core.agent_pos[0, 0].tolist() == [4, 5] and core.box_pos[0, 0].tolist() == [4, 4]
+    assert not core.elevated()[0, 0]
+    # A box never enters the ramp's cell: the next push is refused.
     assert not core.action_masks()[0, 0, W]
+    step(core, W, NOOP)
+    assert core.agent_pos[0, 0].tolist() == [4, 5] and core.box_pos[0, 0].tolist() == [4, 4]
+
+
+def test_pushing_needs_an_unlocked_box_nobody_holds_and_a_free_cell_beyond() -> None:
+    rows = ["#########", "#.......#", "#.......#", "#.......#", "#..SoH..#",
+            "#.......#", "#.......#", "#.......#", "#########"]
+    core = core_from(rows)
+    step(core, W, NOOP)  # the seeker stands beyond the box (masks ignore agents, the move fails)
+    assert core.box_pos[0, 0].tolist() == [4, 4] and core.agent_pos[0, 0].tolist() == [4, 5]
+    rows[4] = "#..S#oH.#"
+    assert not core_from(rows).action_masks()[0, 0, W]  # a wall beyond
+    rows[4] = "#S..oH..#"
+    core = core_from(rows)
+    step(core, W, NOOP)
+    assert core.box_pos[0, 0].tolist() == [4, 3] and core.agent_pos[0, 0].tolist() == [4, 4]
+    step(core, LOCK, NOOP)  # the hiders lock it: now nobody pushes it
+    assert not core.action_masks()[0, 0, W]
+    rows[4] = "#...oHS.#"
+    core = core_from(rows)
+    step(core, GRAB, NOOP)  # the hider holds the box: the seeker cannot push the hider's box away
+    assert core.holding[0, 0] == 0
+    step(core, W, NOOP)  # holding it, the hider pushes it as in v0
+    assert core.box_pos[0, 0].tolist() == [4, 3] and core.agent_pos[0, 0].tolist() == [4, 4]
 
 
 def test_locked_ramp_cannot_be_moved_but_can_be_climbed() -> None:
@@ -193,6 +221,20 @@ def test_render_shows_ramps() -> None:
     rgb = HideAndSeekV1Env(render_mode="rgb_array")
     rgb.reset(seed=1)
     assert rgb.render().shape == (9 * 16, 9 * 16, 3)
+
+
+def test_curriculum_shares_are_drawn_per_episode_from_the_seed() -> None:
+    core = HideAndSeekV1Core(1)
+    plain = [core.draw_layout(seed) for seed in range(400)]
+    assert min(np.abs(lay.ramps[0] - lay.doors[0]).sum() for lay in plain) > 1  # nothing starts by a door
+    core.box_by_door, core.ramp_by_door = 0.5, 0.25
+    mixed = [core.draw_layout(seed) for seed in range(400)]
+    boxes = [not np.array_equal(a.boxes, b.boxes) for a, b in zip(plain, mixed)]
+    ramps = [not np.array_equal(a.ramps, b.ramps) for a, b in zip(plain, mixed)]
+    assert 0.4 < np.mean(boxes) < 0.6 and 0.15 < np.mean(ramps) < 0.35
+    assert all(np.abs(m.ramps[0] - m.doors[0]).sum() == 2 for m, moved in zip(mixed, ramps) if moved)
+    again = [core.draw_layout(seed) for seed in range(400)]  # the draw is the seed's
+    assert all(np.array_equal(a.ramps, b.ramps) and np.array_equal(a.boxes, b.boxes) for a, b in zip(mixed, again))
 
 
 def test_box_by_door_curriculum_and_fort_potential() -> None:

@@ -58,7 +58,8 @@ def test_league_snapshots_both_populations_rates_them_and_resumes(redis_url: str
 
     again = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny())
     assert again.resumed and again.trainer.updates == league.trainer.updates
-    assert again.in_curriculum == league.in_curriculum == again.trainer.core.box_by_door
+    assert again.curriculum_shares == league.curriculum_shares
+    assert again.trainer.core.box_by_door == league.curriculum_shares[0]
     assert [s.hider_sha256 for s in again.generations] == [s.hider_sha256 for s in gens]
     for role in ("hider", "seeker"):
         for a, b in zip(again.trainer.models[role].parameters(), league.trainer.models[role].parameters()):
@@ -108,13 +109,24 @@ def test_league_resumes_after_a_kill(redis_url: str, tmp_path: Path) -> None:
     assert league.pool.count(league.pools["hider"]) == n + 1
 
 
-def test_curriculum_starts_with_boxes_by_the_doors_and_ends_at_the_threshold(redis_url: str, tmp_path: Path) -> None:
+def test_curriculum_mixes_boxes_by_the_doors_then_the_ramp_by_a_door(redis_url: str, tmp_path: Path) -> None:
     torch.set_num_threads(1)
     pool = make_pool(redis_url, tmp_path)
-    staying = HideAndSeekLeague(pool, tmp_path, replace(tiny("stays"), curriculum_threshold=1.1))
-    assert staying.in_curriculum and staying.trainer.core.box_by_door and staying._cores[0].box_by_door
-    assert not staying._cores[1].box_by_door  # the headline is measured on the standard layouts
-    ending = HideAndSeekLeague(pool, tmp_path, replace(tiny("ends"), curriculum_threshold=0.0))
-    assert ending.generations[0].curriculum and not ending.in_curriculum
-    assert not ending.trainer.core.box_by_door
-    assert not HideAndSeekLeague(pool, tmp_path, replace(tiny("ends"), curriculum_threshold=0.0)).in_curriculum
+    league = HideAndSeekLeague(pool, tmp_path, tiny("mix"))
+    fort0 = league.generations[0].phase_rates["fort"]
+    assert league.curriculum_shares == pytest.approx((0.5 * (1 - fort0 / 0.8), 0.0))
+    assert league.trainer.core.box_by_door == league._cores[0].box_by_door == league.curriculum_shares[0]
+    assert not league._cores[1].box_by_door and not league._cores[1].ramp_by_door  # the headline's layouts
+    shares = league._curriculum_for
+    assert shares({}) == (0.5, 0.0)
+    assert shares({"fort": 0.4}) == pytest.approx((0.25, 0.0))  # ramps wait until forts are common
+    assert shares({"fort": 0.6}) == pytest.approx((0.125, 0.25))
+    assert shares({"fort": 0.9, "ramp_defense": 0.4}) == pytest.approx((0.0, 0.25))
+    assert shares({"fort": 1.0, "ramp_defense": 0.8}) == (0.0, 0.0)
+    off = HideAndSeekLeague(pool, tmp_path, replace(tiny("off"), curriculum=False))
+    assert off.curriculum_shares == (0.0, 0.0) and not off.trainer.core.box_by_door
+    league._set_curriculum(0.1, 0.3)
+    league.save()
+    again = HideAndSeekLeague(pool, tmp_path, tiny("mix"))
+    assert again.curriculum_shares == (0.1, 0.3) and again.trainer.core.ramp_by_door == 0.3
+
