@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> dict:
             league = HideAndSeekLeague(pool, data_dir, config)
             print(f"hide_and_seek-v1 quadrant, {minutes:g} min, device {league.trainer.device}, "
                   f"{ppo.num_envs} envs, {args.updates_per_generation} updates per generation")
-            print(" gen  upds   env steps  chasing   fort  ramp_use  ramp_defense  hider_mu  seeker_mu  train_fort  boxes/ramp")
+            print(" gen  upds   env steps  chasing   fort  ramp_use  ramp_defense  hider_mu  seeker_mu"
+                  "  train_fort  boxes/ramp")
             print(row(league.generations[0]) + "   (baseline: untrained)")
             left = minutes - (time.perf_counter() - start) / 60.0
             league.run(left, on_generation=lambda s: print(row(s), flush=True))
