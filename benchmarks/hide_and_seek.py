@@ -101,9 +101,11 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--minutes", type=float, default=None, help="budget (default 60 on CPU, 10 on a GPU)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--num-envs", type=int, default=128)
+    p.add_argument("--num-envs", type=int, default=None, help="episodes per update (default 128; 2048 on a GPU)")
     p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--minibatch-size", type=int, default=2048)
+    p.add_argument("--minibatch-size", type=int, default=None, help="default 2048; 16384 on a GPU")
+    p.add_argument("--layout-bank", type=int, default=None,
+                   help="GPU: layouts drawn per curriculum setting, picked on the device (default 8192)")
     p.add_argument("--updates-per-generation", type=int, default=10)
     p.add_argument("--eval-episodes", type=int, default=256)
     p.add_argument("--fort-bonus", type=float, default=None)
@@ -124,12 +126,15 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(args.threads)
-    minutes = args.minutes if args.minutes is not None else (10.0 if torch.cuda.is_available() else 60.0)
+    gpu = torch.cuda.is_available() and args.device in ("auto", "cuda")
+    minutes = args.minutes if args.minutes is not None else (10.0 if gpu else 60.0)
+    sizes = {"num_envs": args.num_envs or (2048 if gpu else 128),
+             "minibatch_size": args.minibatch_size or (16384 if gpu else 2048),
+             "layout_bank": args.layout_bank if args.layout_bank is not None else (8192 if gpu else 0)}
     ppo = default_v1_ppo(args.seed)
     names = ("fort_bonus", "fort_potential_bonus", "ramp_defense_bonus", "ramp_use_bonus")
     bonuses = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
-    ppo = replace(ppo, num_envs=args.num_envs, epochs=args.epochs, minibatch_size=args.minibatch_size,
-                  device=args.device, **bonuses)
+    ppo = replace(ppo, epochs=args.epochs, device=args.device, **sizes, **bonuses)
     config = HideAndSeekLeagueConfig(name="bench", ppo=ppo, updates_per_generation=args.updates_per_generation,
                                      eval_episodes=args.eval_episodes, curriculum=not args.no_curriculum,
                                      curriculum_share=args.curriculum_share,
@@ -151,7 +156,7 @@ def main(argv: list[str] | None = None) -> dict:
             result = summarise(league)
     result["wall_s"] = round(time.perf_counter() - start, 1)
     result["device"] = str(league.trainer.device)
-    result["config"] = {"num_envs": ppo.num_envs, "epochs": ppo.epochs, "minibatch_size": ppo.minibatch_size,
+    result["config"] = {**sizes, "epochs": ppo.epochs,
                         "updates_per_generation": args.updates_per_generation,
                         "curriculum": config.curriculum, "curriculum_share": config.curriculum_share,
                         "curriculum_target": config.curriculum_target, "curriculum_ramp": config.curriculum_ramp, **{

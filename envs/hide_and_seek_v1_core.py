@@ -58,8 +58,9 @@ class HideAndSeekV1Core(HideAndSeekCore):
         box_by_door: Training curriculum: layouts start boxes next to the doors inside.
             ``True``/``False``, or a share in ``[0, 1]``: each episode starts so with that
             probability, drawn from its layout seed (an attribute read at every reset, so a
-            trainer may change it between updates). The attribute ``ramp_by_door`` (same
-            form, quadrant layouts) starts the ramp two cells outside a door.
+            trainer may change it between updates).
+        ramp_by_door: Training curriculum (quadrant layouts), in the same form: the ramp
+            starts two cells outside a door.
     """
 
     def __init__(
@@ -78,6 +79,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
         n_doors: int | None = None,
         layout: str = "quadrant",
         box_by_door: bool | float = False,
+        ramp_by_door: bool | float = False,
     ) -> None:
         if layout not in grid1.LAYOUTS:
             raise ValueError(f"layout must be one of {grid1.LAYOUTS}, got {layout!r}")
@@ -90,7 +92,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
                          vision_radius=vision_radius, view_size=view_size, n_doors=n_doors,
                          box_by_door=box_by_door)
         self.n_real_boxes, self.n_ramps, self.layout = n_boxes, n_ramps, layout
-        self.ramp_by_door: bool | float = False  # curriculum (quadrant): the ramp starts by a door, as box_by_door
+        self.ramp_by_door = ramp_by_door
         self.is_ramp = np.arange(max(self.n_boxes, 1)) >= n_boxes
         self.is_ramp_ext = np.append(self.is_ramp, False)  # index -1 (no object): not a ramp
         self.obs_dim += len(CHANNELS_V1) * view_size**2 + len(FLAT_V1)

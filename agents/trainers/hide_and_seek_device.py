@@ -5,10 +5,11 @@ of these two with the same tensor interface (``reset``, ``step``, ``door_block_r
 
 * :class:`HostEpisodes` - :class:`envs.hide_and_seek_core.HideAndSeekCore` (numpy), the
   CPU default; observations cross into torch once per step.
-* :class:`DeviceEpisodes` - :class:`envs.device.hide_and_seek.TorchHideAndSeekCore` on
-  the model's device: a whole episode steps there with no host round trip. Layouts are
-  v0's, drawn on the host once per update, or picked on the device from a
-  :class:`~envs.device.hide_and_seek.LayoutBank` drawn once (``layout_bank``).
+* :class:`DeviceEpisodes` - :class:`envs.device.hide_and_seek.TorchHideAndSeekCore` (or
+  v1's :class:`envs.device.hide_and_seek_v1.TorchHideAndSeekV1Core`) on the model's device:
+  a whole episode steps there with no host round trip. Layouts are drawn on the host once
+  per update, or picked on the device from a :class:`~envs.device.hide_and_seek.LayoutBank`
+  (``layout_bank``), drawn again whenever a curriculum changes the core's layout shares.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ import torch
 from envs.device.hide_and_seek import TorchHideAndSeekCore
 from envs.hide_and_seek_core import HideAndSeekCore
 
+CURRICULUM = ("box_by_door", "ramp_by_door")  # core attributes a curriculum may change between updates
+
 
 class HostEpisodes:
     """``n`` episodes in a numpy core (``core``, default v0's); layouts from ``rng``.
 
     Tensors cross to ``device`` (default: stay on the CPU) once per step, so a model on a
-    GPU can drive a numpy core (``hide_and_seek-v1`` has no torch core yet).
+    GPU can drive a numpy core.
     """
 
     def __init__(self, n: int, rng: np.random.Generator, core: HideAndSeekCore | None = None,
@@ -51,27 +54,35 @@ class HostEpisodes:
 
 
 class DeviceEpisodes:
-    """``n`` episodes in the torch core on ``device``.
+    """``n`` episodes in a torch core on ``device``.
 
     Args:
         n: Episodes.
         device: Where they run.
-        layout_bank: 0: every reset draws fresh v0 layouts from ``rng`` on the host;
-            ``k``: ``k`` layouts are drawn once and each reset picks among them on the device.
+        layout_bank: 0: every reset draws fresh layouts from ``rng`` on the host;
+            ``k``: ``k`` layouts are drawn and each reset picks among them on the device
+            (drawn again when the core's :data:`CURRICULUM` attributes change).
         rng: The trainer's layout stream.
+        core: The torch core (default: v0's, built from ``layout``).
     """
 
     def __init__(self, n: int, device: torch.device, layout_bank: int, rng: np.random.Generator,
-                 **layout) -> None:
-        self.core, self.rng, self.n = TorchHideAndSeekCore(n, device=device, **layout), rng, n
-        self.bank = None
+                 core: TorchHideAndSeekCore | None = None, **layout) -> None:
+        self.core, self.rng, self.n = core or TorchHideAndSeekCore(n, device=device, **layout), rng, n
+        self.bank_size, self.bank, self._bank_for = layout_bank, None, None
         if layout_bank > 0:
-            self.bank = self.core.draw_layouts(rng.integers(0, 2**31, size=layout_bank))
+            self._draw_bank()
             self.gen = torch.Generator(device).manual_seed(int(rng.integers(2**31)))
 
+    def _draw_bank(self) -> None:
+        self.bank = self.core.draw_layouts(self.rng.integers(0, 2**31, size=self.bank_size))
+        self._bank_for = tuple(getattr(self.core, name, None) for name in CURRICULUM)
+
     def reset(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.bank is None:
+        if self.bank_size == 0:
             return self.core.reset(self.rng.integers(0, 2**31, size=self.n))
+        if tuple(getattr(self.core, name, None) for name in CURRICULUM) != self._bank_for:
+            self._draw_bank()
         picks = torch.randint(0, len(self.bank), (self.n,), generator=self.gen,
                               device=self.core.device)
         return self.core.reset_from_bank(self.bank, picks)

@@ -38,8 +38,8 @@ Door blocking is measured with ``core.door_block_status(locked=False)``: every d
 held a box when preparation ended, locked or not. Locking is the later refinement
 against seekers who learned to pull boxes away; it is reported beside, not required.
 
-``env_id="hide_and_seek-v1"`` trains on v1 (ramps; :class:`envs.hide_and_seek_v1_core.HideAndSeekV1Core`,
-stepped on the host with the models on ``device``) with optional reward shaping: a
+``env_id="hide_and_seek-v1"`` trains on v1 (ramps; :class:`envs.hide_and_seek_v1_core.HideAndSeekV1Core`
+on the CPU, :class:`envs.device.hide_and_seek_v1.TorchHideAndSeekV1Core` on a GPU) with optional reward shaping: a
 hider bonus at the end of preparation per door holding a box (``fort_bonus``), a
 potential-based bonus for boxes moved towards the doors (``fort_potential_bonus``),
 a hider bonus for a defended ramp (``ramp_defense_bonus``) and a seeker bonus the
@@ -66,6 +66,7 @@ from agents.checkpoint import make_spec, save_checkpoint
 from agents.nets import build_net
 from agents.neural import resolve_device
 from agents.trainers.hide_and_seek_device import DeviceEpisodes, HostEpisodes
+from envs.device.hide_and_seek_v1 import TorchHideAndSeekV1Core
 from envs.hide_and_seek_core import NUM_ACTIONS, HideAndSeekCore
 from envs.hide_and_seek_v1_core import HideAndSeekV1Core
 
@@ -129,7 +130,7 @@ class HideAndSeekPPOConfig:
     """torch core only: 0 draws every episode's layout on the host (as the numpy core does);
     k > 0 draws k layouts once and lets episodes pick among them on the device"""
     env_id: str = "hide_and_seek-v0"
-    """``hide_and_seek-v0`` or ``hide_and_seek-v1`` (ramps; numpy core, models on ``device``)"""
+    """``hide_and_seek-v0`` or ``hide_and_seek-v1`` (ramps; off the CPU its torch core)"""
     layout: str = "quadrant"
     """v1 only: ``quadrant`` (v1's standard) or ``random`` (v0's random rooms with a ramp)"""
     fort_bonus: float = 0.0
@@ -223,9 +224,14 @@ class HideAndSeekPPO:
         self.rng = np.random.default_rng(cfg.seed)
         layout = {"size": cfg.size, "n_doors": cfg.n_doors, "box_by_door": cfg.box_by_door,
                   "seekers_by_door": cfg.seekers_by_door}
-        if cfg.env_id != ENV_ID:
+        on_device = self.device.type != "cpu" or cfg.torch_core
+        if cfg.env_id != ENV_ID and on_device:
+            core = TorchHideAndSeekV1Core(cfg.num_envs, device=self.device, size=cfg.size, n_doors=cfg.n_doors,
+                                          layout=cfg.layout, box_by_door=cfg.box_by_door)
+            self.envs = DeviceEpisodes(cfg.num_envs, self.device, cfg.layout_bank, self.rng, core=core)
+        elif cfg.env_id != ENV_ID:
             self.envs = HostEpisodes(cfg.num_envs, self.rng, make_core(cfg, cfg.num_envs), self.device)
-        elif self.device.type != "cpu" or cfg.torch_core:
+        elif on_device:
             self.envs = DeviceEpisodes(cfg.num_envs, self.device, cfg.layout_bank, self.rng, **layout)
         else:
             self.envs = HostEpisodes(cfg.num_envs, self.rng, **layout)
@@ -314,12 +320,12 @@ class HideAndSeekPPO:
                 rew=torch.zeros((t_len, n, 2), device=dev), live=live,
             )
         returns = torch.zeros(n, device=dev)
-        shaping = isinstance(core, HideAndSeekV1Core) and bool(
+        shaping = isinstance(core, HideAndSeekV1Core | TorchHideAndSeekV1Core) and bool(
             self.cfg.fort_bonus or self.cfg.fort_potential_bonus or self.cfg.ramp_defense_bonus
             or self.cfg.ramp_use_bonus)
-        used = np.zeros(n, dtype=bool)  # ramp_use already rewarded in this episode
+        used = torch.zeros(n, dtype=torch.bool, device=dev)  # ramp_use already rewarded in this episode
         if shaping:
-            self._potential = core.fort_potential()
+            self._potential = torch.as_tensor(core.fort_potential(), device=dev)
         for t in range(steps):
             actions = torch.zeros((n, 4), dtype=torch.long, device=dev)
             for team, role in enumerate(ROLES):
@@ -353,21 +359,27 @@ class HideAndSeekPPO:
         self.last_plan, self.last_returns = plan, returns.cpu().numpy().astype(np.float64)
         return buf, self.last_returns, self.envs.door_block_rate()
 
-    def _shaped(self, t: int, hider_r: torch.Tensor, seeker_r: torch.Tensor, used: np.ndarray):
-        """v1 shaping bonuses (config ``*_bonus``) added to the team rewards of step ``t``."""
+    def _shaped(self, t: int, hider_r: torch.Tensor, seeker_r: torch.Tensor, used: torch.Tensor):
+        """v1 shaping bonuses (config ``*_bonus``) added to the team rewards of step ``t``
+        (the core's detectors are numpy arrays on the host or tensors on the device)."""
         core, cfg = self.core, self.cfg
+
+        def tensor(x) -> torch.Tensor:
+            return torch.as_tensor(x, device=hider_r.device)
+
         hider_r, seeker_r = hider_r.clone(), seeker_r.clone()
         if t < core.prep_steps:
-            potential = core.fort_potential()
+            potential = tensor(core.fort_potential())
             bonus = cfg.fort_potential_bonus * (potential - self._potential)
             self._potential = potential
             if t + 1 == core.prep_steps:
-                bonus = bonus + cfg.fort_bonus * core.door_fraction() + cfg.ramp_defense_bonus * core.ramps_defended()
-            hider_r += torch.as_tensor(bonus, dtype=hider_r.dtype, device=hider_r.device)
+                bonus = bonus + cfg.fort_bonus * tensor(core.door_fraction())
+                bonus = bonus + cfg.ramp_defense_bonus * tensor(core.ramps_defended())
+            hider_r += bonus.to(hider_r.dtype)
         if cfg.ramp_use_bonus:
-            new = core.ramp_used & ~used
-            used |= core.ramp_used
-            seeker_r += torch.as_tensor(cfg.ramp_use_bonus * new, dtype=seeker_r.dtype, device=seeker_r.device)
+            used_now = tensor(core.ramp_used)
+            seeker_r += (cfg.ramp_use_bonus * (used_now & ~used)).to(seeker_r.dtype)
+            used |= used_now
         return hider_r, seeker_r
 
     def update(self) -> UpdateStats:

@@ -32,7 +32,9 @@
 * generations are rated by TrueSkill per role (:func:`rate_generations`, agents
   ``hider-gen<g>`` and ``seeker-gen<g>``) from all evaluation matches.
 
-Training uses CUDA when present (``device="auto"``; v1's episodes step on the host).
+Training uses CUDA when present (``device="auto"``): v1's episodes then step in its torch
+core on the GPU (:class:`envs.device.hide_and_seek_v1.TorchHideAndSeekV1Core`); evaluation
+plays on the host.
 The league is resumable: after every generation its state (trainer tensors, optimizer
 moments, random streams, win-rate tables, reports, the pool's sha256 of every
 generation) is written atomically under ``<data_dir>/leagues/<name>/``; a league built
@@ -103,7 +105,7 @@ def default_v1_ppo(seed: int = 0) -> HideAndSeekPPOConfig:
     """PPO settings of the v1 league: the standard quadrant layout, fort and ramp shaping."""
     return HideAndSeekPPOConfig(
         env_id="hide_and_seek-v1", size=9, n_doors=None, layout="quadrant", seekers_by_door=False,
-        fort_bonus=20.0, fort_potential_bonus=5.0, ramp_defense_bonus=5.0, ramp_use_bonus=3.0, seed=seed,
+        fort_bonus=40.0, fort_potential_bonus=10.0, ramp_defense_bonus=10.0, ramp_use_bonus=0.0, seed=seed,
         device="auto",
     )
 

@@ -51,7 +51,7 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
     """
 
     _reference = HideAndSeekV1Core
-    _constants = (*_CONSTANTS, "n_real_boxes", "n_ramps", "layout", "is_ramp")
+    _constants = (*_CONSTANTS, "n_real_boxes", "n_ramps", "layout", "is_ramp", "ramp_by_door")
 
     def _allocate(self) -> None:
         super()._allocate()
@@ -70,7 +70,8 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
     # ----------------------------------------------------------------- episodes
     def draw_layouts(self, seeds: list[int] | np.ndarray) -> LayoutBankV1:
         """v1's layouts of ``seeds`` under this core's settings (drawn on the host), on the device."""
-        self._host.box_by_door = self.box_by_door  # a trainer may switch the curriculum off
+        self._host.box_by_door = self.box_by_door  # a trainer may change the curriculum's shares
+        self._host.ramp_by_door = self.ramp_by_door
         return LayoutBankV1.from_layouts([self._host.draw_layout(int(seed)) for seed in seeds], self.device)
 
     def set_layout(self, row: int, layout: LayoutV1) -> None:
@@ -133,6 +134,22 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
             "ramp_use": self.ramp_used.to(torch.float64),
             "ramp_defense": defended.to(torch.float64),
         }
+
+    def door_fraction(self) -> Tensor:
+        """``(n_envs,)`` float64: share of the room's distinct doors holding a box (shaping)."""
+        return self._per_door(lambda dist: (dist == 0).to(torch.float64))
+
+    def fort_potential(self) -> Tensor:
+        """``(n_envs,)`` float64 in ``[0, 1]``, as :meth:`HideAndSeekV1Core.fort_potential` (shaping)."""
+        return self._per_door(lambda dist: torch.where(dist == 0, 1.0, 0.5 * (1.0 - dist / self.size)).double())
+
+    def _per_door(self, value) -> Tensor:
+        boxes = self.box_pos[:, torch.as_tensor(~self.is_ramp, device=self.device)]
+        if boxes.shape[1] == 0:
+            return torch.zeros(self.n_envs, dtype=torch.float64, device=self.device)
+        v = value((self.doors[:, :, None, :] - boxes[:, None, :, :]).abs().sum(-1).amin(-1))
+        same = (self.doors[:, 0] == self.doors[:, 1]).all(-1)
+        return torch.where(same, v[:, 0], v.mean(1))
 
     # ----------------------------------------------------------------- dynamics
     def _ramp(self, obj: Tensor) -> Tensor:

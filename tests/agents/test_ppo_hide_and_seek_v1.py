@@ -10,6 +10,7 @@ import torch
 from agents.checkpoint import load_checkpoint
 from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, make_core
 from arena.training.hide_and_seek_league import default_v1_ppo
+from envs.device.hide_and_seek_v1 import TorchHideAndSeekV1Core
 from envs.hide_and_seek_v1_core import HideAndSeekV1Core
 
 
@@ -35,7 +36,31 @@ def test_fort_shaping_pays_hiders_for_boxes_moved_towards_the_doors() -> None:
     trainer = HideAndSeekPPO(cfg)
     core = trainer.core
     core.reset([0, 1, 2, 3])
-    trainer._potential = core.fort_potential() - 0.1  # as if the boxes had just come 0.1 nearer
+    trainer._potential = torch.as_tensor(core.fort_potential()) - 0.1  # as if the boxes had just come 0.1 nearer
     zero = torch.zeros(4)
-    hider, seeker = trainer._shaped(0, zero, zero, np.zeros(4, dtype=bool))
+    hider, seeker = trainer._shaped(0, zero, zero, torch.zeros(4, dtype=torch.bool))
     assert torch.allclose(hider, torch.full((4,), 1.0, dtype=hider.dtype)) and torch.equal(seeker, zero)
+
+
+def test_v1_trainer_steps_the_torch_core_off_the_host_with_the_same_shaping() -> None:
+    torch.set_num_threads(1)
+    cfg = replace(default_v1_ppo(seed=2), num_envs=8, hidden=[8], epochs=1, device="cpu", ramp_use_bonus=3.0)
+    host, dev = HideAndSeekPPO(cfg), HideAndSeekPPO(replace(cfg, torch_core=True, layout_bank=16))
+    assert isinstance(dev.core, TorchHideAndSeekV1Core) and dev.obs_dim == host.obs_dim
+    stats = dev.update()
+    assert stats.env_steps == 8 * 50 and np.isfinite(stats.hider_return)
+    bank = dev.envs.bank
+    dev.core.box_by_door = 0.5  # a curriculum changed the shares: the bank is drawn again
+    dev.update()
+    assert dev.envs.bank is not bank and dev.envs._bank_for[0] == 0.5
+    # The same layouts in both cores give the same shaping, numpy arrays or device tensors.
+    seeds = list(range(8))
+    host.core.reset(seeds)
+    dev.core.reset(seeds)
+    for trainer in (host, dev):
+        trainer._potential = torch.as_tensor(trainer.core.fort_potential()) - 0.05
+    zero = torch.zeros(8)
+    last = host.core.prep_steps - 1
+    a = host._shaped(last, zero, zero, torch.zeros(8, dtype=torch.bool))
+    b = dev._shaped(last, zero, zero, torch.zeros(8, dtype=torch.bool))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) and a[0].abs().sum() > 0

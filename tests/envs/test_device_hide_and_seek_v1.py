@@ -32,10 +32,11 @@ def run_differential(n: int, seed: int, device: str, **kwargs) -> dict[str, int]
     core = TorchHideAndSeekV1Core(n, device=device, **kwargs)
     masks = reset_both(ref, core, np.random.default_rng(seed))
     rng = np.random.default_rng(seed + 1)
-    fired = {"on_ramp": 0, "vaulted": 0, "ramp_use": 0, "ramp_defense": 0, "seen": 0, "hidden": 0,
-             "fort": 0}
+    fired = {"on_ramp": 0, "vaulted": 0, "pushed": 0, "ramp_use": 0, "ramp_defense": 0, "seen": 0,
+             "hidden": 0, "fort": 0}
     for step in range(1, ref.max_steps + 1):
         actions = random_actions(rng, masks)
+        before = ref.box_pos.copy()
         expected = ref.step(actions)
         got = core.step(torch.as_tensor(actions, device=device))
         for what, x, y in zip(("observations", "rewards", "dones", "masks"), expected, got, strict=True):
@@ -48,7 +49,10 @@ def run_differential(n: int, seed: int, device: str, **kwargs) -> dict[str, int]
         for locked in (False, True):
             assert_same(f"door status {locked}", ref.door_block_status(locked),
                         core.door_block_status(locked), step)
+        assert_same("fort potential", ref.fort_potential(), core.fort_potential(), step)
+        assert_same("door fraction", ref.door_fraction(), core.door_fraction(), step)
         masks = expected[3]
+        fired["pushed"] += int(((ref.box_pos != before).any(-1) & (ref.box_holder < 0)).sum())
         fired["on_ramp"] += int(ref.elevated().sum())
         fired["vaulted"] += int(ref.vaulted.sum())
         fired["seen"] += int(ref.seen.sum())
@@ -79,6 +83,7 @@ def test_torch_v1_core_plays_10000_full_random_quadrant_episodes_like_the_numpy_
     [
         {"layout": "random", "size": 11},
         {"n_doors": 1, "box_by_door": True},
+        {"box_by_door": 0.5, "ramp_by_door": 0.5},
         {"n_ramps": 2, "n_boxes": 1, "max_steps": 20, "prep_fraction": 0.0},
         {"n_ramps": 0, "n_hiders": 1, "n_seekers": 1, "view_size": 5, "vision_radius": 3},
     ],
