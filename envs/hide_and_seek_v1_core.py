@@ -60,7 +60,8 @@ class HideAndSeekV1Core(HideAndSeekCore):
             probability, drawn from its layout seed (an attribute read at every reset, so a
             trainer may change it between updates).
         ramp_by_door: Training curriculum (quadrant layouts), in the same form: the ramp
-            starts two cells outside a door.
+            starts two cells outside a door, a hider next to it (see
+            :func:`envs.hide_and_seek_v1_grid.quadrant_layout`).
     """
 
     def __init__(

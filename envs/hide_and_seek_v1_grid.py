@@ -54,7 +54,8 @@ def quadrant_layout(
         box_by_door: Training curriculum: box ``i`` starts on the room cell next to door
             ``i`` (one push from blocking it); nothing else about the draw changes.
         ramp_by_door: Training curriculum: the first ramp starts two cells outside the first
-            door (a hider stepping into the doorway can lock it), unless a seeker stands there.
+            door and the first hider between them, next to it (one action from locking it,
+            two steps from coming back in), unless a seeker stands there.
     """
     rng = np.random.default_rng(seed)
     m = size // 2
@@ -87,6 +88,7 @@ def quadrant_layout(
         taken = (cells[k : k + n_seekers] == spot).all(-1).any()
         if not walls[tuple(spot)] and not taken:
             cells[k + n_seekers] = spot
+            cells[0] = doors[0] + out[0]
     return LayoutV1(
         walls=np.ascontiguousarray(walls),
         doors=doors.astype(np.int64),
