@@ -141,7 +141,7 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
 
     def fort_potential(self) -> Tensor:
         """``(n_envs,)`` float64 in ``[0, 1]``, as :meth:`HideAndSeekV1Core.fort_potential` (shaping)."""
-        return self._per_door(lambda dist: torch.where(dist == 0, 1.0, 0.5 * (1.0 - dist / self.size)).double())
+        return self._per_door(lambda dist: torch.where(dist == 0, 1.0, 0.5 * (1.0 - dist.double() / self.size)))
 
     def _per_door(self, value) -> Tensor:
         boxes = self.box_pos[:, torch.as_tensor(~self.is_ramp, device=self.device)]
