@@ -85,6 +85,9 @@ def summarise(league: HideAndSeekLeague) -> dict:
         "phases_in_order": phases_in_order(first),
         "train_fort_rates": [round(s.door_block_rate, 4) for s in gens],
         "curriculum_shares": [[round(s.curriculum, 3), round(s.ramp_curriculum, 3)] for s in gens],
+        "ramp_reach": [s.ramp_reach for s in gens],
+        "ramp_stage_defense_rates": [None if s.ramp_stage_defense is None else round(s.ramp_stage_defense, 4)
+                                     for s in gens],
         "hider_mu": [round(s.hider_mu, 2) for s in gens],
         "seeker_mu": [round(s.seeker_mu, 2) for s in gens],
     }
@@ -94,7 +97,8 @@ def row(s: GenerationSummary) -> str:
     r = s.phase_rates
     return (f"{s.generation:4d} {s.updates:6d} {s.env_steps:11,d} {r.get('chasing', 0):8.3f} {r.get('fort', 0):6.3f} "
             f"{r.get('ramp_use', 0):9.3f} {r.get('ramp_defense', 0):13.3f} {s.hider_mu:8.2f} {s.seeker_mu:9.2f}"
-            f" {s.door_block_rate:10.3f} {s.curriculum:5.2f}/{s.ramp_curriculum:4.2f}")
+            f" {s.door_block_rate:10.3f} {s.curriculum:5.2f}/{s.ramp_curriculum:4.2f}"
+            + ("" if s.ramp_stage_defense is None else f" {s.ramp_reach:5.2f} {s.ramp_stage_defense:11.3f}"))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -120,6 +124,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--curriculum-ramp", action=argparse.BooleanOptionalAction,
                    default=HideAndSeekLeagueConfig.curriculum_ramp,
                    help="second curriculum stage once forts are common: the ramp starts by a door")
+    p.add_argument("--ramp-reach-step", type=float, default=HideAndSeekLeagueConfig.ramp_reach_step,
+                   help="how far the ramp stage's reach moves per generation (0: ramp next to a hider by the door)")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument("--data-dir", default=None, help="keep (and resume) the league here")
@@ -139,7 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
                                      eval_episodes=args.eval_episodes, curriculum=not args.no_curriculum,
                                      curriculum_share=args.curriculum_share,
                                      curriculum_target=args.curriculum_target,
-                                     curriculum_ramp=args.curriculum_ramp)
+                                     curriculum_ramp=args.curriculum_ramp, ramp_reach_step=args.ramp_reach_step)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp:
         data_dir = Path(args.data_dir or tmp)
@@ -149,7 +155,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"hide_and_seek-v1 quadrant, {minutes:g} min, device {league.trainer.device}, "
                   f"{ppo.num_envs} envs, {args.updates_per_generation} updates per generation")
             print(" gen  upds   env steps  chasing   fort  ramp_use  ramp_defense  hider_mu  seeker_mu"
-                  "  train_fort  boxes/ramp")
+                  "  train_fort  boxes/ramp  reach  stage_defense")
             print(row(league.generations[0]) + "   (baseline: untrained)")
             left = minutes - (time.perf_counter() - start) / 60.0
             league.run(left, on_generation=lambda s: print(row(s), flush=True))
@@ -159,7 +165,8 @@ def main(argv: list[str] | None = None) -> dict:
     result["config"] = {**sizes, "epochs": ppo.epochs,
                         "updates_per_generation": args.updates_per_generation,
                         "curriculum": config.curriculum, "curriculum_share": config.curriculum_share,
-                        "curriculum_target": config.curriculum_target, "curriculum_ramp": config.curriculum_ramp, **{
+                        "curriculum_target": config.curriculum_target, "curriculum_ramp": config.curriculum_ramp,
+                        "ramp_reach_step": config.ramp_reach_step, **{
                             k: getattr(ppo, k) for k in names}}
     print(json.dumps(result))
     return result

@@ -60,8 +60,11 @@ class HideAndSeekV1Core(HideAndSeekCore):
             probability, drawn from its layout seed (an attribute read at every reset, so a
             trainer may change it between updates).
         ramp_by_door: Training curriculum (quadrant layouts), in the same form: the ramp
-            starts two cells outside a door, a hider next to it (see
-            :func:`envs.hide_and_seek_v1_grid.quadrant_layout`).
+            starts near a door, a hider on the way to it (see
+            :func:`envs.hide_and_seek_v1_grid.place_ramp_stage`).
+        ramp_reach: How far those episodes' ramp and hider are from the door and each
+            other, ``0`` (two cells out, the hider next to it) .. ``1`` (as drawn); an
+            attribute too.
     """
 
     def __init__(
@@ -81,6 +84,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
         layout: str = "quadrant",
         box_by_door: bool | float = False,
         ramp_by_door: bool | float = False,
+        ramp_reach: float = 0.0,
     ) -> None:
         if layout not in grid1.LAYOUTS:
             raise ValueError(f"layout must be one of {grid1.LAYOUTS}, got {layout!r}")
@@ -93,7 +97,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
                          vision_radius=vision_radius, view_size=view_size, n_doors=n_doors,
                          box_by_door=box_by_door)
         self.n_real_boxes, self.n_ramps, self.layout = n_boxes, n_ramps, layout
-        self.ramp_by_door = ramp_by_door
+        self.ramp_by_door, self.ramp_reach = ramp_by_door, ramp_reach
         self.is_ramp = np.arange(max(self.n_boxes, 1)) >= n_boxes
         self.is_ramp_ext = np.append(self.is_ramp, False)  # index -1 (no object): not a ramp
         self.obs_dim += len(CHANNELS_V1) * view_size**2 + len(FLAT_V1)
@@ -115,7 +119,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
             return draw(self.size, self.n_hiders, self.n_seekers, self.n_real_boxes, self.n_ramps,
                         int(seed), self.n_doors, by_door)
         return draw(self.size, self.n_hiders, self.n_seekers, self.n_real_boxes, self.n_ramps,
-                    int(seed), self.n_doors, by_door, drawn_share(self.ramp_by_door, seed, 4))
+                    int(seed), self.n_doors, by_door, drawn_share(self.ramp_by_door, seed, 4), self.ramp_reach)
 
     def reset(self, seeds, rows=None):
         rows = self._rows if rows is None else np.asarray(rows)

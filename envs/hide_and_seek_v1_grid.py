@@ -46,6 +46,7 @@ class LayoutV1(Layout):
 def quadrant_layout(
     size: int, n_hiders: int, n_seekers: int, n_boxes: int, n_ramps: int, seed: int,
     n_doors: int | None = None, box_by_door: bool = False, ramp_by_door: bool = False,
+    ramp_reach: float = 0.0,
 ) -> LayoutV1:
     """Draw a quadrant layout (see the module docstring) from ``seed``.
 
@@ -53,9 +54,11 @@ def quadrant_layout(
         n_doors: ``None``: one or two doors drawn from ``seed``; ``1`` or ``2`` forces it.
         box_by_door: Training curriculum: box ``i`` starts on the room cell next to door
             ``i`` (one push from blocking it); nothing else about the draw changes.
-        ramp_by_door: Training curriculum: the first ramp starts two cells outside the first
-            door and the first hider between them, next to it (one action from locking it,
-            two steps from coming back in), unless a seeker stands there.
+        ramp_by_door: Training curriculum: the first ramp starts near the first door and
+            the first hider on the way to it (see :func:`place_ramp_stage`).
+        ramp_reach: How far, in ``[0, 1]``, when ``ramp_by_door``: 0 puts the ramp two
+            cells outside the door and the hider next to it, between them (one action
+            from locking it, two steps from coming back in); 1 is the standard draw.
     """
     rng = np.random.default_rng(seed)
     m = size // 2
@@ -83,12 +86,7 @@ def quadrant_layout(
             by = by[((by >= 0) & (by < size)).all(-1)]
             cells[n_hiders + i] = by[room[by[:, 0], by[:, 1]]][0]
     if ramp_by_door and n_ramps:
-        out = [mv for mv in MOVES if room[tuple(doors[0] - mv)]]  # from the room through the door
-        spot = doors[0] + 2 * out[0]
-        taken = (cells[k : k + n_seekers] == spot).all(-1).any()
-        if not walls[tuple(spot)] and not taken:
-            cells[k + n_seekers] = spot
-            cells[0] = doors[0] + out[0]
+        place_ramp_stage(walls, room, doors, cells, n_hiders, k, n_seekers, ramp_reach, seed)
     return LayoutV1(
         walls=np.ascontiguousarray(walls),
         doors=doors.astype(np.int64),
@@ -100,6 +98,60 @@ def quadrant_layout(
         ramp_locks=np.full(n_ramps, UNLOCKED, dtype=np.int8),
         room=np.ascontiguousarray(room),
     )
+
+
+def steps_from(free: np.ndarray, start) -> np.ndarray:
+    """Breadth-first steps from ``start`` over the ``free`` cells (``-1``: unreachable)."""
+    dist = np.full(free.shape, -1, dtype=np.int64)
+    dist[tuple(start)] = 0
+    todo = deque([tuple(int(v) for v in start)])
+    while todo:
+        y, x = todo.popleft()
+        for my, mx in MOVES:
+            cell = (y + int(my), x + int(mx))
+            if 0 <= cell[0] < free.shape[0] and 0 <= cell[1] < free.shape[1] and free[cell] and dist[cell] < 0:
+                dist[cell] = dist[y, x] + 1
+                todo.append(cell)
+    return dist
+
+
+def place_ramp_stage(
+    walls: np.ndarray, room: np.ndarray, doors: np.ndarray, cells: np.ndarray,
+    n_hiders: int, k: int, n_seekers: int, reach: float, seed: int,
+) -> None:
+    """The ramp stage of the training curriculum, in place on a quadrant draw's ``cells``
+    (hiders, boxes, seekers, ramps in that order; ``k`` hiders and boxes).
+
+    The first ramp moves to an outside cell ``2 .. 2 + reach * (D - 2)`` (rounded) steps
+    from the first door, ``D`` the farthest outside cell's, drawn from ``seed`` (a stream
+    of its own; never a door or a seeker's cell); the first hider moves onto its shortest
+    way there (walls only count), ``start = 0 .. ramp = L``, at index
+    ``round((1 - reach) * (L - 1))`` (or the nearest free cell back towards its start).
+    Reach 0: the ramp two cells outside the door, the hider between them, next to it;
+    reach 1: the ramp on any outside cell, the hider where it was drawn.
+    """
+    reach = min(1.0, max(0.0, float(reach)))
+    outside = ~walls & ~room
+    from_door = steps_from(outside, doors[0])
+    most = int(from_door.max())
+    spots = outside & (from_door >= 2) & (from_door <= 2 + round(reach * (most - 2)))
+    spots[doors[:, 0], doors[:, 1]] = False
+    spots[cells[k : k + n_seekers, 0], cells[k : k + n_seekers, 1]] = False
+    if not spots.any():
+        return
+    rng = np.random.default_rng([int(seed), 5])
+    ramp = np.unravel_index(rng.choice(np.flatnonzero(spots)), walls.shape)
+    cells[k + n_seekers] = ramp
+    to_hider = steps_from(~walls, cells[0])
+    way = [np.array(ramp)]  # back from the ramp to the hider's start
+    while to_hider[tuple(way[-1])] > 0:
+        way.append(next(c for c in way[-1] + MOVES if to_hider[tuple(c)] == to_hider[tuple(way[-1])] - 1))
+    way = way[::-1]  # start = 0 .. ramp = L
+    taken = {tuple(c) for c in np.delete(cells, [0, k + n_seekers], axis=0)}
+    for j in range(round((1.0 - reach) * (len(way) - 2)), -1, -1):
+        if tuple(way[j]) not in taken:
+            cells[0] = way[j]
+            return
 
 
 def room_mask(walls: np.ndarray, doors: np.ndarray) -> np.ndarray:

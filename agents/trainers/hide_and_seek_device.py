@@ -20,7 +20,7 @@ import torch
 from envs.device.hide_and_seek import TorchHideAndSeekCore
 from envs.hide_and_seek_core import HideAndSeekCore
 
-CURRICULUM = ("box_by_door", "ramp_by_door")  # core attributes a curriculum may change between updates
+CURRICULUM = ("box_by_door", "ramp_by_door", "ramp_reach")  # core attributes a curriculum may change between updates
 
 
 class HostEpisodes:

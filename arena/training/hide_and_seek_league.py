@@ -24,9 +24,15 @@
     to the doors inside (one push from a fort): the easy episodes fade out as the skill
     carries over to the standard layout;
   - *ramps* (``curriculum_ramp``): once forts are common, ``S * clip(2 fort / T - 1, 0, 1)
-    * (1 - ramp_defense / T)`` of them start with the ramp two cells outside a door,
-    where hiders can reach it and lock it in preparation and seekers find it quickly.
-    Started only then, so ramp use follows forts, as in the original.
+    * (1 - ramp_defense / T)`` of them start with the ramp near a door and a hider on
+    its way there, where hiders can reach it and lock it in preparation and seekers find
+    it quickly. Started only then, so ramp use follows forts, as in the original. How far
+    (the *reach*, :func:`envs.hide_and_seek_v1_grid.place_ramp_stage`: 0 the ramp two
+    cells outside a door and the hider next to it, 1 the standard draw) is set the way
+    automatic domain randomization sets its bounds: after every generation trained with
+    the stage, that generation plays ``eval_episodes`` of the stage's episodes at the
+    current reach; the reach grows by ``ramp_reach_step`` when it defended the ramp in
+    at least ``ramp_reach_up`` of them and shrinks by it below ``ramp_reach_down``.
 
   The rest train on the standard layouts; the headline rates are always measured there;
 * generations are rated by TrueSkill per role (:func:`rate_generations`, agents
@@ -57,10 +63,11 @@ import safetensors.torch
 import torch
 
 from agents.checkpoint import atomic_write, load_optimizer_tensors, make_spec, optimizer_tensors, serialize_weights
-from agents.trainers.hide_and_seek_generations import evaluate_generation
+from agents.trainers.hide_and_seek_generations import evaluate_generation, play_episodes
 from agents.trainers.ppo_hide_and_seek import ROLES, HideAndSeekPPO, HideAndSeekPPOConfig, make_core
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.training.state import LeagueDir
+from envs.hide_and_seek_core import HideAndSeekCore
 from envs.hide_and_seek_v1_core import PHASES
 from league.matchmaking import PFSPWeighting, WinRateTable, pfsp_weights
 from league.rating_book import RatingBook
@@ -133,7 +140,14 @@ class HideAndSeekLeagueConfig:
     curriculum_target: float = 0.8
     """standard-layout fort rate at which that share has shrunk (linearly) to 0"""
     curriculum_ramp: bool = True
-    """second stage: once forts are common, episodes with the ramp two cells outside a door"""
+    """second stage: once forts are common, episodes with the ramp near a door, a hider on its way"""
+    ramp_reach_step: float = 0.1
+    """how much the ramp stage's reach (0: the ramp next to a hider by the door, 1: as drawn)
+    moves per generation (0: stays at 0)"""
+    ramp_reach_up: float = 0.5
+    """ramp-defense rate in the stage's own episodes at which the reach grows"""
+    ramp_reach_down: float = 0.1
+    """... and below which it shrinks"""
 
 
 @dataclass
@@ -153,6 +167,10 @@ class GenerationSummary:
     """share of training episodes with boxes by the doors (the curriculum) when frozen"""
     ramp_curriculum: float = 0.0
     """share of training episodes with the ramp by a door when frozen"""
+    ramp_reach: float = 0.0
+    """reach of those episodes when frozen"""
+    ramp_stage_defense: float | None = None
+    """ramp-defense rate in the stage's episodes at that reach (``None``: stage not active)"""
     hider_mu: float = 0.0
     hider_sigma: float = 0.0
     seeker_mu: float = 0.0
@@ -190,9 +208,11 @@ class HideAndSeekLeague:
         self._cores = (make_core(config.ppo, config.eval_episodes),
                        make_core(config.ppo, config.eval_episodes, standard=True))
         self.curriculum_shares = self._curriculum_for({})
+        self.ramp_reach = 0.0
+        self._stage_core: HideAndSeekCore | None = None
         if saved is not None:
             self._restore(saved)
-        self._set_curriculum(*self.curriculum_shares)
+        self._set_curriculum(*self.curriculum_shares, self.ramp_reach)
         if saved is None:
             self._close_generation(0)
 
@@ -207,13 +227,41 @@ class HideAndSeekLeague:
         ramps = cfg.curriculum_share * min(1.0, max(0.0, 2.0 * fort - 1.0)) * (1.0 - defended)
         return cfg.curriculum_share * (1.0 - fort), ramps if cfg.curriculum_ramp else 0.0
 
-    def _set_curriculum(self, boxes: float, ramps: float) -> None:
+    def _set_curriculum(self, boxes: float, ramps: float, reach: float) -> None:
         """Training (and training-layout evaluation) cores start these shares of their
-        episodes with boxes by the doors (all if the trainer's config asks) and the ramp by a door."""
-        self.curriculum_shares = (boxes, ramps)
+        episodes with boxes by the doors (all if the trainer's config asks) and the ramp by
+        a door (at this reach)."""
+        self.curriculum_shares, self.ramp_reach = (boxes, ramps), reach
         for core in (self.trainer.core, self._cores[0]):
             core.box_by_door = 1.0 if self.cfg.ppo.box_by_door else boxes
-            core.ramp_by_door = ramps
+            core.ramp_by_door, core.ramp_reach = ramps, reach
+
+    def _next_reach(self, defended: float | None) -> float:
+        """The ramp stage's reach after a generation that defended the ramp in ``defended``
+        of the stage's episodes (``None``: the stage was off): ADR's rule (module docstring)."""
+        cfg, reach = self.cfg, self.ramp_reach
+        if defended is None or not cfg.ramp_reach_step:
+            return reach
+        if defended >= cfg.ramp_reach_up:
+            return round(min(1.0, reach + cfg.ramp_reach_step), 6)
+        if defended < cfg.ramp_reach_down:
+            return round(max(0.0, reach - cfg.ramp_reach_step), 6)
+        return reach
+
+    def _ramp_stage_defense(self, g: int) -> float | None:
+        """Generation ``g``'s ramp-defense rate in the ramp stage's episodes at the current
+        reach, against itself (``None`` when it trained without the stage)."""
+        if not self.curriculum_shares[1] or self.cfg.ppo.env_id != "hide_and_seek-v1":
+            return None
+        if self._stage_core is None:
+            self._stage_core = make_core(self.cfg.ppo, self.cfg.eval_episodes)
+        core = self._stage_core
+        core.ramp_by_door, core.ramp_reach = 1.0, self.ramp_reach
+        t = self.trainer
+        seeds = np.random.default_rng([self.cfg.ppo.seed, 5]).integers(0, 2**31, size=core.n_envs)
+        res = play_episodes(core, t.frozen_actor(g, "hider"), t.frozen_actor(g, "seeker"), seeds,
+                            torch.Generator().manual_seed(self.cfg.ppo.seed * 1_000_003 + g))
+        return float(res.phases["ramp_defense"].mean())
 
     # -- generations -------------------------------------------------------------------
     def _pick_opponent(self, role: str) -> int:
@@ -249,10 +297,11 @@ class HideAndSeekLeague:
             train_seconds=self.train_seconds, phase_rates=stats["phase_rates"],
             door_block_rate=stats["door_block_rate"], hider_win_rate=stats["hider_win_rate"],
             hider_sha256=shas["hider"], seeker_sha256=shas["seeker"], curriculum=self.curriculum_shares[0],
-            ramp_curriculum=self.curriculum_shares[1],
+            ramp_curriculum=self.curriculum_shares[1], ramp_reach=self.ramp_reach,
+            ramp_stage_defense=self._ramp_stage_defense(g),
         )
         self.generations.append(summary)
-        self._set_curriculum(*self._curriculum_for(summary.phase_rates))
+        self._set_curriculum(*self._curriculum_for(summary.phase_rates), self._next_reach(summary.ramp_stage_defense))
         self.rate()
         self.save()
         return summary
@@ -327,6 +376,7 @@ class HideAndSeekLeague:
             "generations": [asdict(s) for s in self.generations],
             "matches": self.matches,
             "curriculum_shares": list(self.curriculum_shares),
+            "ramp_reach": self.ramp_reach,
         }
         atomic_write(self.state_path, json.dumps(state).encode())
 
@@ -356,4 +406,5 @@ class HideAndSeekLeague:
         self.tables = {r: WinRateTable.from_json(d) for r, d in saved["tables"].items()}
         self.matches = [tuple(m) for m in saved["matches"]]
         self.curriculum_shares = tuple(saved["curriculum_shares"])
+        self.ramp_reach = float(saved.get("ramp_reach", 0.0))
 

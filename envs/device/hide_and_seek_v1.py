@@ -51,7 +51,8 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
     """
 
     _reference = HideAndSeekV1Core
-    _constants = (*_CONSTANTS, "n_real_boxes", "n_ramps", "layout", "is_ramp", "ramp_by_door")
+    _constants = (*_CONSTANTS, "n_real_boxes", "n_ramps", "layout", "is_ramp", "ramp_by_door",
+                  "ramp_reach")
 
     def _allocate(self) -> None:
         super()._allocate()
@@ -71,7 +72,7 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
     def draw_layouts(self, seeds: list[int] | np.ndarray) -> LayoutBankV1:
         """v1's layouts of ``seeds`` under this core's settings (drawn on the host), on the device."""
         self._host.box_by_door = self.box_by_door  # a trainer may change the curriculum's shares
-        self._host.ramp_by_door = self.ramp_by_door
+        self._host.ramp_by_door, self._host.ramp_reach = self.ramp_by_door, self.ramp_reach
         return LayoutBankV1.from_layouts([self._host.draw_layout(int(seed)) for seed in seeds], self.device)
 
     def set_layout(self, row: int, layout: LayoutV1) -> None:

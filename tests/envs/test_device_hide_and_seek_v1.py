@@ -83,7 +83,7 @@ def test_torch_v1_core_plays_10000_full_random_quadrant_episodes_like_the_numpy_
     [
         {"layout": "random", "size": 11},
         {"n_doors": 1, "box_by_door": True},
-        {"box_by_door": 0.5, "ramp_by_door": 0.5},
+        {"box_by_door": 0.5, "ramp_by_door": 0.5, "ramp_reach": 0.5},
         {"n_ramps": 2, "n_boxes": 1, "max_steps": 20, "prep_fraction": 0.0},
         {"n_ramps": 0, "n_hiders": 1, "n_seekers": 1, "view_size": 5, "vision_radius": 3},
     ],

@@ -7,6 +7,8 @@ registered env, v1 included, in ``test_api.py``.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,7 @@ from envs.hide_and_seek_core import GRAB, LOCK, NOOP
 from envs.hide_and_seek_grid import HIDERS
 from envs.hide_and_seek_v1 import HideAndSeekV1Env
 from envs.hide_and_seek_v1_core import PHASES, HideAndSeekV1Core
-from envs.hide_and_seek_v1_grid import parse_layout, quadrant_layout, random_room_layout
+from envs.hide_and_seek_v1_grid import parse_layout, quadrant_layout, random_room_layout, steps_from
 from envs.registry import get_spec, make_env
 
 N, E, S, W = 1, 2, 3, 4
@@ -254,3 +256,27 @@ def test_box_by_door_curriculum_and_fort_potential() -> None:
     layout.doors[:] = [3, 4]
     core.set_layout(0, layout)
     assert core.fort_potential()[0] == 1.0 and core.door_block_status()[0]
+
+
+def test_ramp_stage_reach_moves_the_ramp_and_the_hider_from_next_to_the_door_to_as_drawn() -> None:
+    def apart(reach: float) -> tuple[float, float]:
+        gaps = []
+        for seed in range(200):
+            lay = quadrant_layout(9, 2, 2, 2, 1, seed, ramp_by_door=True, ramp_reach=reach)
+            cells = np.concatenate([lay.hiders, lay.boxes, lay.seekers, lay.ramps])
+            assert len({tuple(c) for c in cells}) == len(cells)  # nothing shares a cell
+            ramp = tuple(lay.ramps[0])
+            assert not lay.room[ramp] and not lay.walls[ramp] and not (lay.doors == lay.ramps[0]).all(-1).any()
+            to_ramp = steps_from(~lay.walls, lay.ramps[0])
+            if reach == 0.0:  # two cells out, the hider between the door and the ramp
+                assert steps_from(~lay.walls & ~lay.room, lay.doors[0])[ramp] == 2
+                assert to_ramp[tuple(lay.hiders[0])] == 1 and np.abs(lay.hiders[0] - lay.doors[0]).sum() == 1
+            if reach == 1.0:  # hider where the plain draw puts it
+                assert np.array_equal(lay.hiders, quadrant_layout(9, 2, 2, 2, 1, seed).hiders)
+            gaps.append((np.abs(lay.ramps[0] - lay.doors[0]).sum(), to_ramp[tuple(lay.hiders[0])]))
+        return tuple(np.mean(gaps, axis=0))
+
+    spread = [apart(r) for r in (0.0, 0.3, 0.6, 1.0)]
+    assert spread[0] == (2.0, 1.0)
+    for near, far in itertools.pairwise(spread):
+        assert far[0] > near[0] and far[1] > near[1]  # both distances grow with the reach
