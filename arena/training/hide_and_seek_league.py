@@ -112,7 +112,7 @@ def default_v1_ppo(seed: int = 0) -> HideAndSeekPPOConfig:
     """PPO settings of the v1 league: the standard quadrant layout, fort and ramp shaping."""
     return HideAndSeekPPOConfig(
         env_id="hide_and_seek-v1", size=9, n_doors=None, layout="quadrant", seekers_by_door=False,
-        fort_bonus=40.0, fort_potential_bonus=10.0, ramp_defense_bonus=10.0, ramp_use_bonus=0.0, seed=seed,
+        fort_bonus=40.0, fort_potential_bonus=10.0, ramp_defense_bonus=30.0, ramp_use_bonus=0.0, seed=seed,
         device="auto",
     )
 
@@ -144,7 +144,7 @@ class HideAndSeekLeagueConfig:
     ramp_reach_step: float = 0.1
     """how much the ramp stage's reach (0: the ramp next to a hider by the door, 1: as drawn)
     moves per generation (0: stays at 0)"""
-    ramp_reach_up: float = 0.5
+    ramp_reach_up: float = 0.4
     """ramp-defense rate in the stage's own episodes at which the reach grows"""
     ramp_reach_down: float = 0.1
     """... and below which it shrinks"""

@@ -133,13 +133,13 @@ def test_curriculum_mixes_boxes_by_the_doors_then_the_ramp_by_a_door(redis_url: 
 
 
 def test_ramp_stage_reach_moves_with_the_stage_defense_rate(redis_url: str, tmp_path: Path) -> None:
-    """ADR's rule: up a step at >= 0.5 defended, down below 0.1, clipped to [0, 1]; the stage
+    """ADR's rule: up a step at >= 0.4 defended, down below 0.1, clipped to [0, 1]; the stage
     is evaluated (on its own episodes at the current reach) only while it trains."""
     torch.set_num_threads(1)
     league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("reach"))
     assert league.generations[0].ramp_stage_defense is None and league.ramp_reach == 0.0
     nxt = league._next_reach
-    assert nxt(None) == 0.0 and nxt(0.05) == 0.0 and nxt(0.5) == 0.1 and nxt(0.3) == 0.0
+    assert nxt(None) == 0.0 and nxt(0.05) == 0.0 and nxt(0.4) == 0.1 and nxt(0.3) == 0.0
     league.ramp_reach = 0.95
     assert nxt(0.9) == 1.0 and nxt(0.0) == pytest.approx(0.85) and nxt(0.2) == 0.95
     league._set_curriculum(0.0, 0.5, 0.0)
@@ -147,6 +147,6 @@ def test_ramp_stage_reach_moves_with_the_stage_defense_rate(redis_url: str, tmp_
     last = league.generations[-1]
     assert last.ramp_curriculum == 0.5 and last.ramp_reach == 0.0
     assert last.ramp_stage_defense is not None and 0.0 <= last.ramp_stage_defense <= 1.0
-    assert league.ramp_reach == (0.1 if last.ramp_stage_defense >= 0.5 else 0.0)
+    assert league.ramp_reach == (0.1 if last.ramp_stage_defense >= 0.4 else 0.0)
     assert HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("reach")).ramp_reach == league.ramp_reach
 
