@@ -86,7 +86,7 @@ def quadrant_layout(
             by = by[((by >= 0) & (by < size)).all(-1)]
             cells[n_hiders + i] = by[room[by[:, 0], by[:, 1]]][0]
     if ramp_by_door and n_ramps:
-        place_ramp_stage(walls, room, doors, cells, n_hiders, k, n_seekers, ramp_reach, seed)
+        place_ramp_stage(walls, room, doors, cells, k, n_seekers, ramp_reach, seed)
     return LayoutV1(
         walls=np.ascontiguousarray(walls),
         doors=doors.astype(np.int64),
@@ -117,7 +117,7 @@ def steps_from(free: np.ndarray, start) -> np.ndarray:
 
 def place_ramp_stage(
     walls: np.ndarray, room: np.ndarray, doors: np.ndarray, cells: np.ndarray,
-    n_hiders: int, k: int, n_seekers: int, reach: float, seed: int,
+    k: int, n_seekers: int, reach: float, seed: int,
 ) -> None:
     """The ramp stage of the training curriculum, in place on a quadrant draw's ``cells``
     (hiders, boxes, seekers, ramps in that order; ``k`` hiders and boxes).
@@ -164,23 +164,13 @@ def room_mask(walls: np.ndarray, doors: np.ndarray) -> np.ndarray:
         return room
     closed = walls.copy()
     closed[doors[:, 0], doors[:, 1]] = True
-    best: set[tuple[int, int]] | None = None
     for dy, dx in MOVES:
         start = (int(doors[0, 0] + dy), int(doors[0, 1] + dx))
         if not (0 <= start[0] < len(walls) and 0 <= start[1] < len(walls)) or closed[start]:
             continue
-        seen, todo = {start}, deque([start])
-        while todo:
-            y, x = todo.popleft()
-            for my, mx in MOVES:
-                cell = (y + int(my), x + int(mx))
-                if cell not in seen and not closed[cell]:
-                    seen.add(cell)
-                    todo.append(cell)
-        if best is None or len(seen) < len(best):
-            best = seen
-    for cell in best or ():
-        room[cell] = True
+        region = steps_from(~closed, start) >= 0
+        if not room.any() or region.sum() < room.sum():
+            room = region
     return room
 
 
