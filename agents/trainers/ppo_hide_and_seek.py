@@ -144,14 +144,19 @@ class HideAndSeekPPOConfig:
     """v1 shaping: seeker reward in the step where ``ramp_use`` first happens in an episode"""
 
 
-def make_core(cfg: HideAndSeekPPOConfig, n: int, standard: bool = False) -> HideAndSeekCore:
+def make_core(
+    cfg: HideAndSeekPPOConfig, n: int, standard: bool = False, device: torch.device | None = None,
+) -> HideAndSeekCore | TorchHideAndSeekV1Core:
     """A numpy core of ``n`` episodes on ``cfg``'s training layouts (``standard``: the env's
-    registered defaults, v0's 15x15 rooms or v1's 9x9 quadrant)."""
+    registered defaults, v0's 15x15 rooms or v1's 9x9 quadrant); v1 with a ``device``: its
+    torch core there (training layouts)."""
     if cfg.env_id not in ENV_IDS:
         raise ValueError(f"env_id must be one of {ENV_IDS}, got {cfg.env_id!r}")
     if cfg.env_id == "hide_and_seek-v1":
-        return HideAndSeekV1Core(n) if standard else HideAndSeekV1Core(
-            n, size=cfg.size, n_doors=cfg.n_doors, layout=cfg.layout, box_by_door=cfg.box_by_door)
+        layout = {"size": cfg.size, "n_doors": cfg.n_doors, "layout": cfg.layout, "box_by_door": cfg.box_by_door}
+        if device is not None:
+            return TorchHideAndSeekV1Core(n, device=device, **layout)
+        return HideAndSeekV1Core(n) if standard else HideAndSeekV1Core(n, **layout)
     if standard:
         return HideAndSeekCore(n)
     return HideAndSeekCore(n, size=cfg.size, n_doors=cfg.n_doors, box_by_door=cfg.box_by_door,
@@ -226,8 +231,7 @@ class HideAndSeekPPO:
                   "seekers_by_door": cfg.seekers_by_door}
         on_device = self.device.type != "cpu" or cfg.torch_core
         if cfg.env_id != ENV_ID and on_device:
-            core = TorchHideAndSeekV1Core(cfg.num_envs, device=self.device, size=cfg.size, n_doors=cfg.n_doors,
-                                          layout=cfg.layout, box_by_door=cfg.box_by_door)
+            core = make_core(cfg, cfg.num_envs, device=self.device)
             self.envs = DeviceEpisodes(cfg.num_envs, self.device, cfg.layout_bank, self.rng, core=core)
         elif cfg.env_id != ENV_ID:
             self.envs = HostEpisodes(cfg.num_envs, self.rng, make_core(cfg, cfg.num_envs), self.device)
