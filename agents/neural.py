@@ -26,6 +26,7 @@ import hashlib
 import logging
 import math
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -241,6 +242,9 @@ def policy_from_file(
     )
 
 
+_INIT_LOCK = threading.Lock()  # random_init_checkpoint: one seeded initialization at a time
+
+
 def random_init_checkpoint(
     env_id: str,
     arch: str,
@@ -251,7 +255,9 @@ def random_init_checkpoint(
 ) -> tuple[dict[str, torch.Tensor], CheckpointSpec]:
     """Weights of a freshly initialized network, deterministic in ``seed``.
 
-    The global torch RNG is left untouched (initialization runs in a forked RNG).
+    The global torch RNG is left untouched (initialization runs in a forked RNG) and
+    threads may call this at once (they take turns: the forked RNG is still the
+    process's one, so two seeds set at once would give both the same weights).
 
     Args:
         env_id: Registered env id.
@@ -265,7 +271,7 @@ def random_init_checkpoint(
         ``(state_dict, spec)`` ready for :func:`agents.checkpoint.save_checkpoint`.
     """
     spec = make_spec(env_id, arch, hparams, role=role, name=name)
-    with torch.random.fork_rng(devices=[]):
+    with _INIT_LOCK, torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         net = build_net(spec.arch, spec.hparams, spec.obs_shape, spec.num_actions)
     return {k: v.detach().clone() for k, v in net.state_dict().items()}, spec

@@ -4,6 +4,7 @@ snapshot of a live module that never aliases its weights."""
 from __future__ import annotations
 
 import hashlib
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -250,3 +251,27 @@ def test_cuda_agrees_with_cpu(tmp_path: Path, setup) -> None:
     a, b = cpu.act(obs, mask, rng_for(seeds)), gpu.act(obs, mask, rng_for(seeds))
     np.testing.assert_array_equal(a[clear], b[clear])
     assert str(gpu.device).startswith("cuda") and b.dtype == np.int64
+
+
+def test_random_init_checkpoint_gives_each_thread_its_own_seed_s_weights() -> None:
+    """Threads initializing at once (the service's users, a test's) each get their seed's
+    weights: the forked RNG is the process's, so unguarded seeds would cross."""
+    seeds = list(range(100, 116))
+    alone = {s: random_init_checkpoint("tictactoe-v3", "mlp", {"hidden": [64, 64]}, seed=s)[0] for s in seeds}
+    together: dict[int, dict[str, torch.Tensor]] = {}
+    start = threading.Barrier(len(seeds))
+
+    def init(seed: int) -> None:
+        start.wait()
+        for _ in range(20):
+            together[seed] = random_init_checkpoint("tictactoe-v3", "mlp", {"hidden": [64, 64]}, seed=seed)[0]
+
+    threads = [threading.Thread(target=init, args=(s,)) for s in seeds]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for s in seeds:
+        assert all(torch.equal(alone[s][k], together[s][k]) for k in alone[s]), s
+    first = next(iter(alone[seeds[0]]))
+    assert len({together[s][first].sum().item() for s in seeds}) == len(seeds)

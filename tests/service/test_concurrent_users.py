@@ -171,7 +171,8 @@ def test_sixteen_users_while_the_ladder_writes_get_no_server_errors(server: Serv
     errors = [r for r in responses if r[1] >= 500]
     codes = Counter(code for _, code, _ in responses)
     assert not errors, f"{len(errors)} of {len(responses)} responses were server errors ({dict(codes)}): {errors[:5]}"
-    assert all(u.agent_id is not None for u in users), [r for u in users for r in u.responses if r[1] >= 400]
+    lost = {u.name: u.responses for u in users if u.agent_id is None}
+    assert not lost, f"users without an agent, and what they were answered: {lost}"
     for user in users:
         foreign = [r for r in user.responses if r[0].startswith("DELETE") and r[0] != f"DELETE {API}/agents/"
                    f"{user.agent_id}"]
