@@ -29,7 +29,7 @@ hiders did not leave their room to lock the ramp. ``phases_in_order`` false for 
 reason alone. With the current defaults (a hider starts next to the ramp in the ramp
 stage; the machine shared with a test run for ~60% of the hour): 390 generations, 24.9M
 env steps, fort >= 0.5 from generation 120 -> 0.91, ramp use >= 0.3 from 243 -> 0.93,
-ramp defense <= 0.008 (docs/leagues.md). With the ramp stage's reach (commit 7c3ad31, the
+ramp defense <= 0.008 (docs/leagues.md). With the ramp stage's reach (commit a10bbb7, the
 defaults; nothing else running): 423 generations, 27.0M env steps, 11.2k env steps/s; fort
 >= 0.5 from generation 134 -> 0.90 (>= 0.8 in 134 generations from 234 on), ramp use >= 0.3
 from 221 -> 0.96; the reach rose 0 -> 0.4 (generations 100-162) and stayed there, the stage
