@@ -76,16 +76,16 @@ class DeviceEpisodes:
 
     def _draw_bank(self) -> None:
         self.bank = self.core.draw_layouts(self.rng.integers(0, 2**31, size=self.bank_size))
-        self._bank_for = self._shares()
+        self._bank_for = self._curriculum()
 
-    def _shares(self) -> tuple:
+    def _curriculum(self) -> tuple:
         """The core's :data:`CURRICULUM` attributes now (``None`` where it has none)."""
         return tuple(getattr(self.core, name, None) for name in CURRICULUM)
 
     def reset(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self.bank_size == 0:
             return self.core.reset(self.rng.integers(0, 2**31, size=self.n))
-        if self._shares() != self._bank_for:
+        if self._curriculum() != self._bank_for:
             self._draw_bank()
         picks = torch.randint(0, len(self.bank), (self.n,), generator=self.gen,
                               device=self.core.device)

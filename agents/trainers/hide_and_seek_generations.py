@@ -127,6 +127,11 @@ class GenerationReport:
     phase_rates: dict[str, float] = field(default_factory=dict)
 
 
+def evaluation_actions(seed: int, g: int) -> torch.Generator:
+    """The torch random stream of generation ``g``'s evaluation actions under run ``seed``."""
+    return torch.Generator().manual_seed(seed * 1_000_003 + g)
+
+
 def evaluate_generation(
     trainer: HideAndSeekPPO, g: int, cores: tuple[HideAndSeekCore, HideAndSeekCore], seed: int
 ) -> tuple[dict[str, float], list[tuple[int, int, int]]]:
@@ -137,7 +142,7 @@ def evaluate_generation(
     """
     train_core, v0_core = cores
     seeds = np.random.default_rng([seed, 1]).integers(0, 2**31, size=train_core.n_envs)
-    gen = torch.Generator().manual_seed(seed * 1_000_003 + g)
+    gen = evaluation_actions(seed, g)
     pairs = [(g, g)] + ([(g, g - 1), (g - 1, g)] if g > 0 else [])
     matches: list[tuple[int, int, int]] = []
     stats: dict[str, float] = {}

@@ -63,7 +63,7 @@ import safetensors.torch
 import torch
 
 from agents.checkpoint import atomic_write, load_optimizer_tensors, make_spec, optimizer_tensors, serialize_weights
-from agents.trainers.hide_and_seek_generations import evaluate_generation, play_episodes
+from agents.trainers.hide_and_seek_generations import evaluate_generation, evaluation_actions, play_episodes
 from agents.trainers.ppo_hide_and_seek import ROLES, HideAndSeekPPO, HideAndSeekPPOConfig, make_core
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.training.state import LeagueDir
@@ -260,7 +260,7 @@ class HideAndSeekLeague:
         t = self.trainer
         seeds = np.random.default_rng([self.cfg.ppo.seed, 5]).integers(0, 2**31, size=core.n_envs)
         res = play_episodes(core, t.frozen_actor(g, "hider"), t.frozen_actor(g, "seeker"), seeds,
-                            torch.Generator().manual_seed(self.cfg.ppo.seed * 1_000_003 + g))
+                            evaluation_actions(self.cfg.ppo.seed, g))
         return float(res.phases["ramp_defense"].mean())
 
     # -- generations -------------------------------------------------------------------
