@@ -90,7 +90,11 @@ class AgentPublic(BaseModel):
     key: str
     name: str
     env: str
-    kind: Literal["builtin", "neural"]
+    kind: Literal["builtin", "neural", "connected", "human"] = Field(
+        description="builtin: a scripted baseline; neural: submitted weights (safetensors or "
+        "ONNX); connected: played by its owner's process over the connected-agent protocol "
+        "(docs/connected.md); human: a person playing in the browser."
+    )
     format: Literal["safetensors", "onnx"] | None = Field(
         default=None, description="How a neural agent was submitted: safetensors weights of a "
         "registry architecture, or an ONNX model; null for builtin agents."
@@ -168,12 +172,18 @@ class ChallengeCreate(BaseModel):
         min_length=1, max_length=8, description="Agent id per team, in team order."
     )
     matches: int = Field(default=2, ge=1, le=100, description="Seats alternate in symmetric games.")
-    rated: bool = Field(default=False, description="Record through the ladder's ratings.")
+    rated: bool = Field(
+        default=False,
+        description="Record through the ladder's ratings: admins only (ARENA_ADMIN_TOKEN). Challenges by "
+        "users are unrated (they appear in the agents' match history, never move a rating); a user asking "
+        "for a rated one gets 403.",
+    )
 
 
 class ChallengePublic(BaseModel):
     match_ids: list[str]
     results: list[MatchSummary]
+    rated: bool = Field(description="Whether the matches moved ratings (only an admin's rated challenge does).")
 
 
 class AgentRanksPublic(BaseModel):

@@ -294,17 +294,23 @@ def challenge(
     agent_b: int = typer.Argument(..., help="Second agent id."),
     env: str = typer.Option("", help="Env id (default: the first agent's env)."),
     matches: int = typer.Option(2, min=1, help="Matches to play (seats alternate)."),
-    rated: bool = typer.Option(False, "--rated/--unrated", help="Whether the results move ratings."),
+    rated: bool = typer.Option(False, "--rated/--unrated",
+                               help="Move ratings: admins only (the server's ARENA_ADMIN_TOKEN); a user's "
+                               "challenge is unrated and --rated is refused (403)."),
     server: str = _server_option(),
     token: str | None = _token_option(),
 ) -> None:
-    """Play matches between two agents now and print the results."""
+    """Play matches between two agents now and print the results.
+
+    A user's challenge is unrated: it shows in both agents' match history and moves no
+    rating (ratings come only from the ladder's own pairings).
+    """
     with remote(server, token) as client:
         env = env or client.agent(agent_a)["env"]
         result = client.challenge(env, [agent_a, agent_b], matches=matches, rated=rated)
     console.print(results_table(result.get("results") or [], f"challenge {agent_a} vs {agent_b}"))
-    console.print(f"{len(result.get('match_ids') or [])} matches recorded "
-                     f"({'rated' if rated else 'unrated'})")
+    recorded = "(rated)" if result.get("rated", rated) else "(unrated): no rating moved"
+    console.print(f"{len(result.get('match_ids') or [])} matches recorded {recorded}")
 
 
 def probe_table(probe: dict[str, Any]) -> Table:

@@ -9,6 +9,7 @@ import pytest
 from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.runners import InProcessRunner
 from arena.storage.db import repositories as repo
+from tests.api.conftest import ADMIN_TOKEN
 from tests.api.helpers import API, ENV, auth, checkpoint, new_user, seed_ladder, upload
 
 BUILTINS = ["heuristic", "heuristic:epsilon=0.5", "random"]
@@ -103,15 +104,18 @@ def test_sign_up_submit_rank_play_and_retire(client, services):
     # --- challenges ----------------------------------------------------------------
     body = {"env": ENV, "agents": [agent["id"], ids["random"]], "matches": 4, "rated": True}
     assert client.post(f"{API}/challenges", json=body).status_code == 401
-    queued = client.post(f"{API}/challenges", json=body, headers=auth(token))
+    users_unrated = client.post(f"{API}/challenges", json=body, headers=auth(token))
+    assert users_unrated.status_code == 403 and "unrated" in users_unrated.json()["detail"]
+    queued = client.post(f"{API}/challenges", json=body, headers=auth(ADMIN_TOKEN))
     assert queued.status_code == 409 and "queued" in queued.json()["detail"]
     service = BackgroundService(services, InProcessRunner(services.snapshot_cache_factory()()),
                                 ServiceConfig(envs=(ENV,)))
     service.process_submissions()
     service.stop()
     assert client.get(f"{API}/agents/{agent['id']}").json()["status"] == "placement"  # validated
-    rated = client.post(f"{API}/challenges", json=body, headers=auth(token))
+    rated = client.post(f"{API}/challenges", json=body, headers=auth(ADMIN_TOKEN))  # the operator may rate
     assert rated.status_code == 201, rated.text
+    assert rated.json()["rated"] is True
     results = rated.json()["results"]
     assert rated.json()["match_ids"] == [m["id"] for m in results] and len(results) == 4
     assert [m["agent_ids"] for m in results] == [[agent["id"], ids["random"]],
@@ -121,7 +125,7 @@ def test_sign_up_submit_rank_play_and_retire(client, services):
     assert len(client.get(f"{API}/agents/{agent['id']}/history").json()["data"]) == 4
     unrated = client.post(f"{API}/challenges", headers=auth(token),
                           json={**body, "rated": False, "matches": 3})
-    assert unrated.status_code == 201
+    assert unrated.status_code == 201 and unrated.json()["rated"] is False
     for m in unrated.json()["results"]:
         assert client.get(f"{API}/matches/{m['id']}").json()["rated"] is False
     after = client.get(f"{API}/agents/{agent['id']}").json()["ratings"]
@@ -144,13 +148,11 @@ def test_sign_up_submit_rank_play_and_retire(client, services):
     assert agent["id"] not in [r["agent_id"] for r in off_board["data"]]
     assert off_board["count"] == 3
     assert len(client.get(f"{API}/matches", params={"agent": agent["id"]}).json()["data"]) == len(played)
-    again = client.post(f"{API}/challenges", json=body, headers=auth(token))
+    again = client.post(f"{API}/challenges", json={**body, "rated": False}, headers=auth(token))
     assert again.status_code == 409 and "retired" in again.json()["detail"]
 
 
 def test_admin_token_may_retire_any_agent(client, services):
-    from tests.api.conftest import ADMIN_TOKEN
-
     ids = seed_ladder(services, ["heuristic", "random"], 20)
     user = new_user(client, "eve")
     assert client.delete(f"{API}/agents/{ids['random']}", headers=auth(user)).status_code == 403

@@ -29,12 +29,13 @@ from envs.registry import builtin_env_ids, get_spec
 
 API = "/api/v1"
 HS = "hide_and_seek-v0"
+ADMIN_TOKEN = "role-ladders-admin"  # rated challenges are the operator's
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the first test covers PostgreSQL
 
 
 def _services(tmp_path: Path, db_url: str, redis_url: str, envs: str = "") -> Services:
     return open_services(Settings(data_dir=tmp_path / "arena", database_url=db_url, redis_url=redis_url,
-                                  page_cache_s=0.0, envs=envs))
+                                  page_cache_s=0.0, envs=envs, admin_token=ADMIN_TOKEN))
 
 
 @pytest.fixture
@@ -107,9 +108,9 @@ def test_a_hider_and_a_seeker_submitted_via_the_api_are_rated_on_per_role_boards
     # spec (from the hider's upload) says hider.
     ids = [hider.json()["id"], seeker.json()["id"]]
     body = {"env": HS, "agents": ids, "matches": 2, "rated": True}
-    challenge = client.post(f"{API}/challenges", json=body, headers={"Authorization": f"Bearer {token}"})
+    challenge = client.post(f"{API}/challenges", json=body, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
     assert challenge.status_code == 201, challenge.text
-    swapped = client.post(f"{API}/challenges", json={**body, "agents": ids[::-1]},
+    swapped = client.post(f"{API}/challenges", json={**body, "rated": False, "agents": ids[::-1]},
                           headers={"Authorization": f"Bearer {token}"})
     assert swapped.status_code == 422 and "plays role 'seeker'" in swapped.json()["detail"]
     report = rebuild_ratings(services.sessions, get_spec(HS))
