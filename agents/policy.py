@@ -48,14 +48,19 @@ class MatchRng:
         seeds: ``(k,)`` match seeds.
         seats: ``(k,)`` seat deciding in each row.
         plies: ``(k,)`` move counter of each match.
+
+    The rows' ``seeds``, ``seats`` and ``plies`` stay readable: a policy that must
+    say which match a row belongs to (a connected agent's request) finds them there.
     """
 
     def __init__(self, seeds: np.ndarray, seats: np.ndarray, plies: np.ndarray) -> None:
-        s = np.asarray(seeds, dtype=np.int64).astype(np.uint64)
-        seat = np.asarray(seats, dtype=np.uint64)
-        ply = np.asarray(plies, dtype=np.uint64)
+        self.seeds = np.asarray(seeds, dtype=np.int64)
+        self.seats = np.asarray(seats, dtype=np.int64)
+        self.plies = np.asarray(plies, dtype=np.int64)
         with np.errstate(over="ignore"):
-            self._keys = splitmix64(splitmix64(s) ^ (seat << np.uint64(48)) ^ ply)
+            self._keys = splitmix64(splitmix64(self.seeds.astype(np.uint64))
+                                    ^ (self.seats.astype(np.uint64) << np.uint64(48))
+                                    ^ self.plies.astype(np.uint64))
         self._draws = 0
 
     def __len__(self) -> int:
@@ -64,6 +69,7 @@ class MatchRng:
     def subset(self, rows: np.ndarray) -> MatchRng:
         """The streams of ``rows`` only (same draw counter), for per-row retries."""
         out = MatchRng.__new__(MatchRng)
+        out.seeds, out.seats, out.plies = self.seeds[rows], self.seats[rows], self.plies[rows]
         out._keys = self._keys[rows]
         out._draws = self._draws
         return out

@@ -84,7 +84,14 @@ def optional_user(
         if request.headers.get("authorization"):
             raise NotAuthenticated("the Authorization header must be 'Bearer <token>'")
         return None
-    token = credentials.credentials
+    principal = principal_for_token(services, credentials.credentials)
+    if principal is None:
+        raise NotAuthenticated("invalid or revoked API token; create one with POST /api/v1/users")
+    return principal
+
+
+def principal_for_token(services: Services, token: str) -> Principal | None:
+    """Who ``token`` belongs to (a user, or the operator's admin token); ``None``: nobody."""
     admin = services.settings.admin_token
     if admin is not None and hmac.compare_digest(
         token.encode(), admin.get_secret_value().encode()
@@ -95,7 +102,7 @@ def optional_user(
             user = repo.user_for_token(session, token)
         if user is not None:
             return Principal(user_id=user.id, name=user.name, is_admin=user.is_admin)
-    raise NotAuthenticated("invalid or revoked API token; create one with POST /api/v1/users")
+    return None
 
 
 def current_user(user: Annotated[Principal | None, Depends(optional_user)]) -> Principal:

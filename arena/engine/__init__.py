@@ -76,10 +76,21 @@ class MatchEngine:
                 raise UnknownAgent(f"no policy given for agent(s) {missing}")
         if not jobs:
             return []
+        used = {id(p): p for p in policies.values()}.values()
+        for policy in used:  # policies that must know the matches (connected agents)
+            bind = getattr(policy, "bind_matches", None)
+            if bind is not None:
+                bind(jobs)
         core = make_vector_core(env_id) if self.vectorized else None
         if core is not None:
-            return play_board_matches(spec, core, jobs, policies, self._caller)
-        return play_generic_matches(spec, jobs, policies, self._caller, self._envs)
+            records = play_board_matches(spec, core, jobs, policies, self._caller)
+        else:
+            records = play_generic_matches(spec, jobs, policies, self._caller, self._envs)
+        for policy in used:
+            finish = getattr(policy, "finish_matches", None)
+            if finish is not None:
+                finish(records)
+        return records
 
 
 def play_matches(

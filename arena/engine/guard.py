@@ -6,6 +6,10 @@ and a termination code per row (``NORMAL`` means "this row's action is legal").
 If the policy raises on a batch, each row is retried alone so that one poisoned
 observation does not forfeit the other matches in the batch (and so the outcome of a
 match never depends on which batch it was played in).
+
+A policy that keeps its own clock and judges its rows itself (a connected agent,
+:class:`~arena.connected.policy.ConnectedPolicy`: ``answers_rows = True``) returns an
+:class:`ActResult` from ``act``; it is taken as it is, without the engine's budget.
 """
 
 from __future__ import annotations
@@ -81,6 +85,8 @@ class PolicyCaller:
     def act(self, policy: Policy, obs: np.ndarray, mask: np.ndarray, rng: MatchRng) -> ActResult:
         """Ask ``policy`` for one action per row and classify every row."""
         k = len(mask)
+        if getattr(policy, "answers_rows", False):
+            return self._rows_answered(policy, obs, mask, rng)
         start = time.perf_counter()
         # The policy draws from a copy, so a per-row retry restarts the same streams.
         try:
@@ -95,6 +101,19 @@ class PolicyCaller:
                 return ActResult(np.full(1, -1), np.full(1, ERROR, np.int8), detail)
             return self._retry_rows(policy, obs, mask, rng)
         return validate_actions(raw, mask, policy.agent_id)
+
+    @staticmethod
+    def _rows_answered(policy: Policy, obs: np.ndarray, mask: np.ndarray, rng: MatchRng) -> ActResult:
+        k = len(mask)
+        try:
+            res = policy.act(obs, mask, rng)
+        except Exception as exc:
+            log.exception("%s failed to answer %d rows", policy.agent_id, k)
+            return ActResult(np.full(k, -1), np.full(k, ERROR, np.int8), f"{policy.agent_id}: {exc}")
+        if not isinstance(res, ActResult) or res.actions.shape != (k,) or res.codes.shape != (k,):
+            return ActResult(np.full(k, -1), np.full(k, ERROR, np.int8),
+                             f"{policy.agent_id} answered {type(res).__name__}, not one result per row")
+        return res
 
     def _retry_rows(self, policy: Policy, obs, mask, rng: MatchRng) -> ActResult:
         k = len(mask)

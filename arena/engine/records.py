@@ -28,6 +28,7 @@ class Termination(str, Enum):
     ERROR = "error"
     INVALID_OUTPUT = "invalid_output"
     TIMEOUT = "timeout"
+    DISCONNECTED = "disconnected"  # a connected agent's socket dropped and stayed down
 
     @property
     def is_forfeit(self) -> bool:

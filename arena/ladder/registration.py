@@ -9,6 +9,8 @@
 * :func:`register_snapshot_agent` turns weights into a neural agent: snapshot row, agent
   row and the weights in the snapshot pool, in one transaction (submissions, league
   snapshots, demo agents and ``arena ladder run file:...`` all come through here).
+* :func:`register_connected_agent` adds an agent without weights that its owner's process
+  plays over the connected-agent protocol (or a person in the browser: kind ``human``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from agents.checkpoint import CheckpointSpec
 from agents.role_baselines import baseline_role
 from arena.agent_status import AgentStatus
 from arena.storage.db import repositories as repo
+from envs.errors import InvalidSubmission
 from envs.registry import builtin_env_ids, get_spec
 from envs.registry import register_env as register_env_by_path
 from league.ratings import RatingEnv
@@ -168,3 +171,42 @@ def register_snapshot_agent(
                                     roles={key: spec.role}, reason=reason)
     pool.put(weights, spec, pool=pool_name, meta={"agent_key": key, **(meta or {})})
     return RegisteredAgent(ids[key], key, sha)
+
+
+def connected_agent_key(kind: str, owner_id: int | None, name: str, env_id: str, role: str | None) -> str:
+    """The ladder key of a connected (or human) agent: its owner and name, hashed.
+
+    The same owner registering the same name (and role) gets the same key, so
+    ``arena connect`` reuses the agent it made the first time.
+    """
+    digest = hashlib.sha256(f"{owner_id}\0{name}".encode()).hexdigest()[:16]
+    key = f"{kind}-{digest}"
+    if role is not None and len(set(get_spec(env_id).roles)) > 1:
+        key = f"{key}@{role}"
+    return key
+
+
+def register_connected_agent(session: Session, env_id: str, name: str, owner_id: int | None,
+                             role: str | None, kind: str = "connected") -> tuple[repo.AgentInfo, bool]:
+    """A connected (or ``human``) agent of ``owner_id`` called ``name``; ``(agent, created)``.
+
+    It has no weights and needs no validation episodes: it enters ``placement`` at once
+    and plays whenever its client is connected (a forfeit costs it the match).
+    """
+    spec = get_spec(env_id)
+    if role is not None and role not in spec.roles:
+        raise InvalidSubmission(f"{env_id} has no role {role!r}; its roles: {', '.join(dict.fromkeys(spec.roles))}")
+    if role is None and len(set(spec.roles)) > 1:
+        raise InvalidSubmission(f"{env_id} has several roles ({', '.join(dict.fromkeys(spec.roles))}): "
+                                "say which one this agent plays")
+    if len(set(spec.roles)) == 1:
+        role = None  # a symmetric env's one role: every agent plays it
+    key = connected_agent_key(kind, owner_id, name, env_id, role)
+    register_env(session, env_id)
+    found = repo.get_agent_by_key(session, env_id, key)
+    if found is not None:
+        return found, False
+    ids = repo.get_or_create_agents(session, env_id, [key], kind, names={key: name}, owner_id=owner_id,
+                                    status=AgentStatus.PLACEMENT, roles={key: role},
+                                    reason="offline: waiting for its client to connect")
+    return repo.get_agent(session, ids[key]), True

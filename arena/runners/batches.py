@@ -30,11 +30,16 @@ class AgentSource:
         key: Agent id as it appears in match records.
         builtin: Builtin name (``heuristic:epsilon=0.3``) for scripted agents.
         snapshot: sha256 of the snapshot in the pool for neural agents.
+        connected: Database id of a connected (or human) agent, played by its client
+            over the broker (:class:`~arena.connected.policy.ConnectedPolicy`).
+        human: A person (the human time control).
     """
 
     key: str
     builtin: str | None = None
     snapshot: str | None = None
+    connected: int | None = None
+    human: bool = False
 
 
 @dataclass
@@ -54,18 +59,32 @@ class SnapshotPolicies(Protocol):
         ...
 
 
+class ConnectedPolicySource(Protocol):
+    """Connected agents' policies (:class:`~arena.connected.policy.ConnectedPolicies`)."""
+
+    def get(self, env_id: str, source: AgentSource) -> Policy:
+        ...
+
+
 class PolicyResolver:
-    """Builds the policies a batch needs: builtins by name, neural ones by snapshot.
+    """Builds the policies a batch needs: builtins by name, neural ones by snapshot,
+    connected ones through the broker.
 
     Neural policies come from a bounded cache (``arena.snapshots.cache.SnapshotCache``),
     so a worker's memory does not grow with the size of the league.
     """
 
-    def __init__(self, snapshots: SnapshotPolicies | None = None) -> None:
+    def __init__(self, snapshots: SnapshotPolicies | None = None,
+                 connected: ConnectedPolicySource | None = None) -> None:
         self.snapshots = snapshots
+        self.connected = connected
         self._builtins: dict[tuple[str, str], Policy] = {}
 
     def policy(self, env_id: str, source: AgentSource) -> Policy:
+        if source.connected is not None:
+            if self.connected is None:
+                raise UnknownAgent(f"agent {source.key!r} is a connected agent and this worker has no broker")
+            return self.connected.get(env_id, source)
         if source.builtin is not None:
             key = (env_id, source.builtin)
             if key not in self._builtins:

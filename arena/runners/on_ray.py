@@ -28,7 +28,7 @@ from ray.exceptions import (
 
 from arena.engine import MatchRecord
 from arena.engine.records import gc_paused
-from arena.runners.batches import MatchBatch, PolicyResolver, SnapshotPolicies, play_batch
+from arena.runners.batches import ConnectedPolicySource, MatchBatch, PolicyResolver, SnapshotPolicies, play_batch
 from arena.runners.devices import gpus_per_worker as worker_gpus
 from arena.runners.devices import match_engine, select_device
 from arena.settings import Settings, ray_init_kwargs
@@ -72,7 +72,8 @@ class MatchWorker:
     :meth:`stats`.
     """
 
-    def __init__(self, snapshots_factory: Callable[[str], SnapshotPolicies] | None) -> None:
+    def __init__(self, snapshots_factory: Callable[[str], SnapshotPolicies] | None,
+                 connected: ConnectedPolicySource | None = None) -> None:
         import torch
 
         self.gpu_ids = [str(g) for g in ray.get_gpu_ids()]
@@ -82,7 +83,7 @@ class MatchWorker:
                 extra={"device": self.device, "gpu_ids": self.gpu_ids})
         snapshots = snapshots_factory(self.device) if snapshots_factory is not None else None
         self.engine = match_engine(self.device)
-        self.resolver = PolicyResolver(snapshots)
+        self.resolver = PolicyResolver(snapshots, connected)
         self.batches = 0
 
     def play(self, batch: MatchBatch) -> list[MatchRecord]:
@@ -111,11 +112,15 @@ class RayMatchRunner:
         gpus_per_worker: GPU share each actor asks for (``ARENA_RAY_GPUS_PER_WORKER``;
             ``None``: the cluster's GPUs shared evenly, none on a cluster without GPUs;
             see :func:`~arena.runners.devices.gpus_per_worker`).
+        connected: Picklable source of connected agents' policies
+            (:class:`~arena.connected.policy.ConnectedPolicies`: a Redis URL), so the
+            workers ask connected agents through the broker.
     """
 
     def __init__(self, num_workers: int = 2,
                  snapshots_factory: Callable[[str], SnapshotPolicies] | None = None,
-                 max_in_flight: int | None = None, gpus_per_worker: float | None = None) -> None:
+                 max_in_flight: int | None = None, gpus_per_worker: float | None = None,
+                 connected: ConnectedPolicySource | None = None) -> None:
         cluster_gpus = ray.cluster_resources().get("GPU", 0.0)
         self.gpus_per_worker = worker_gpus(cluster_gpus, num_workers, gpus_per_worker)
         # SPREAD: on a multi-node cluster the workers land on different nodes.
@@ -126,7 +131,8 @@ class RayMatchRunner:
         else:
             log.info("starting %d match workers on CPU (%s)", num_workers,
                      "no GPU resources in the Ray cluster" if not cluster_gpus else "ARENA_RAY_GPUS_PER_WORKER=0")
-        self.workers = [MatchWorker.options(**options).remote(snapshots_factory) for _ in range(num_workers)]
+        self.workers = [MatchWorker.options(**options).remote(snapshots_factory, connected)
+                        for _ in range(num_workers)]
         self._devices_logged: set[int] = set()
         self.max_in_flight = max_in_flight or 2 * num_workers
         self.redispatched = 0

@@ -12,6 +12,14 @@ Layout (``prefix`` is ``"arena"`` in the service; tests use a unique prefix each
                                          fixed window (expires after it)
     {prefix}:busy:{name}:{subject}
                                  STRING  requests of a subject in flight now
+    {prefix}:conn:req:{agent}    LIST    decision batches waiting for connected agent
+                                         ``agent`` (msgpack; the API process holding
+                                         its socket pops them)
+    {prefix}:conn:reply:{id}     LIST    the answer to request ``id`` (expires)
+    {prefix}:conn:online:{agent} STRING  the live connection of ``agent`` (JSON; expires
+                                         unless its API process refreshes it)
+    {prefix}:conn:seen:{agent}   STRING  unix seconds it was last connected
+    {prefix}:conn:events:{agent} LIST    finished-match results for its connection
 
 A pool is a league or an env id (``connect_four-v3``, ``league:7``). Keys hold no
 state that cannot be rebuilt from the durable snapshot store (the limit counters
@@ -94,6 +102,26 @@ class RedisKeys:
     def busy(self, name: str, subject: str) -> str:
         """STRING key counting ``subject``'s requests of kind ``name`` in flight."""
         return f"{self.prefix}:busy:{_limit_part(name)}:{_limit_part(subject)}"
+
+    def connected_requests(self, agent_id: int) -> str:
+        """LIST of decision batches for connected agent ``agent_id``."""
+        return f"{self.prefix}:conn:req:{int(agent_id)}"
+
+    def connected_reply(self, request_id: str) -> str:
+        """LIST the answer to one decision batch is pushed to."""
+        return f"{self.prefix}:conn:reply:{_limit_part(request_id)}"
+
+    def connected_online(self, agent_id: int) -> str:
+        """STRING describing the live connection of ``agent_id`` (absent: offline)."""
+        return f"{self.prefix}:conn:online:{int(agent_id)}"
+
+    def connected_seen(self, agent_id: int) -> str:
+        """STRING: unix seconds ``agent_id`` was last connected."""
+        return f"{self.prefix}:conn:seen:{int(agent_id)}"
+
+    def connected_events(self, agent_id: int) -> str:
+        """LIST of finished-match results for ``agent_id``'s connection."""
+        return f"{self.prefix}:conn:events:{int(agent_id)}"
 
     def pattern(self) -> str:
         """``SCAN MATCH`` pattern of every key in this namespace (prefix is glob-safe)."""

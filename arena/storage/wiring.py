@@ -16,6 +16,7 @@ from pathlib import Path
 
 import redis
 
+from arena.connected.policy import ConnectedPolicies
 from arena.settings import Settings, get_settings, resolved_database_url
 from arena.snapshots.cache import SnapshotCache
 from arena.snapshots.durable import FileSnapshotStore
@@ -36,6 +37,10 @@ class Services:
     redis: redis.Redis
     redis_url: str
     pool: RedisSnapshotPool
+
+    def connected_policies(self) -> ConnectedPolicies:
+        """The picklable source of connected agents' policies (through this Redis)."""
+        return ConnectedPolicies(self.redis_url, self.pool.keys.prefix)
 
     def snapshot_cache_factory(self) -> SnapshotCacheFactory:
         return SnapshotCacheFactory(self.redis_url, str(self.settings.snapshot_dir),

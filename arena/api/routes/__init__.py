@@ -2,7 +2,18 @@
 
 from fastapi import APIRouter
 
-from arena.api.routes import admin, agents, challenges, envs, health, leaderboard, matches, probes, users
+from arena.api.routes import (
+    admin,
+    agents,
+    challenges,
+    connected,
+    envs,
+    health,
+    leaderboard,
+    matches,
+    probes,
+    users,
+)
 
 API_PREFIX = "/api/v1"
 
@@ -10,6 +21,6 @@ API_PREFIX = "/api/v1"
 def api_router() -> APIRouter:
     """Every JSON endpoint, mounted under :data:`API_PREFIX`."""
     router = APIRouter(prefix=API_PREFIX)
-    for module in (health, users, envs, agents, probes, leaderboard, matches, challenges, admin):
+    for module in (health, users, envs, connected, agents, probes, leaderboard, matches, challenges, admin):
         router.include_router(module.router)
     return router

@@ -34,7 +34,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from arena.agent_status import AgentStatus
 from arena.storage.db.base import Base, BigSerial, UTCDateTime, utcnow
 
-AGENT_KINDS = ("builtin", "neural")
+AGENT_KINDS = ("builtin", "neural", "connected", "human")
 AGENT_STATUSES = tuple(s.value for s in AgentStatus)
 RESULTS = ("W", "D", "L")
 

@@ -1,0 +1,226 @@
+"""Connected agents: register one (no weights), then play it over a WebSocket.
+
+``POST /agents/connected`` registers (or finds, by owner and name) an agent that its
+owner's process plays; ``/agents/{id}/connect`` is its WebSocket (protocol version 1,
+docs/connected.md). The socket is bridged to Redis by :mod:`arena.connected.gateway`,
+so the ladder's workers reach it from any process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import Counter
+from typing import Annotated, Any
+
+import redis.asyncio as aredis
+from fastapi import APIRouter, Path, WebSocket
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+from starlette.websockets import WebSocketDisconnect
+
+from arena.api.deps import Principal, StateDep, WriterDep, client_address, principal_for_token
+from arena.api.errors import error_responses
+from arena.api.schemas import MAX_ID, AgentPublic
+from arena.connected.gateway import Connection
+from arena.connected.protocol import (
+    CLOSE_FORBIDDEN,
+    CLOSE_NOT_FOUND,
+    CLOSE_PROTOCOL,
+    CLOSE_TOO_MANY,
+    CLOSE_UNAUTHORIZED,
+    PROTOCOL_VERSION,
+    ProtocolError,
+    decode_frame,
+    encode,
+    parse_hello,
+)
+from arena.connected.time_controls import time_control
+from arena.ladder.registration import register_connected_agent
+from arena.read.summaries import agents_public
+from arena.storage.db import repositories as repo
+from arena.storage.wiring import Services
+from envs.registry import get_spec
+
+log = logging.getLogger(__name__)
+router = APIRouter(tags=["connected agents"])
+
+HELLO_TIMEOUT_S = 10.0
+"""A socket that has not said ``hello`` within this long is closed."""
+MAX_CONNECTIONS_PER_USER = 16
+MAX_SOCKETS_PER_ADDRESS = 64
+"""Open sockets (connected or still saying hello) from one address, per API process."""
+
+
+class ConnectedAgentCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    env: str = Field(max_length=64, examples=["connect_four-v3"])
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[\w .:+@-]+$", examples=["my-negamax"])
+    role: str | None = Field(default=None, max_length=32,
+                             description="The role it plays in a role env (hider, seeker, predator, prey); "
+                             "omit in symmetric games.")
+
+
+class _Sockets:
+    """Open sockets per address and live connections per user (this process)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_address: Counter[str] = Counter()
+        self.by_user: Counter[int] = Counter()
+
+    def take(self, counter: Counter, key: Any, limit: int) -> bool:
+        with self.lock:
+            if counter[key] >= limit:
+                return False
+            counter[key] += 1
+            return True
+
+    def give(self, counter: Counter, key: Any) -> None:
+        with self.lock:
+            counter[key] -= 1
+            if counter[key] <= 0:
+                del counter[key]
+
+
+def _sockets(websocket: WebSocket) -> _Sockets:
+    state = websocket.app.state
+    if getattr(state, "connected_sockets", None) is None:
+        state.connected_sockets = _Sockets()
+    return state.connected_sockets
+
+
+def _redis(websocket: WebSocket, services: Services) -> aredis.Redis:
+    """The process's asyncio Redis client for the gateway (one pool, made on first use)."""
+    state = websocket.app.state
+    client = getattr(state, "connected_redis", None)
+    if client is None or getattr(state, "connected_redis_url", None) != services.redis_url:
+        client = aredis.Redis.from_url(services.redis_url, max_connections=10_000, health_check_interval=30)
+        state.connected_redis, state.connected_redis_url = client, services.redis_url
+    return client
+
+
+@router.post(
+    "/agents/connected", status_code=201, response_model=AgentPublic,
+    responses=error_responses(401, 404, 422, 429),
+    description="Register an agent that your own process plays over the connected-agent protocol "
+    "(a WebSocket at /api/v1/agents/{id}/connect; docs/connected.md): no weights are uploaded. The same "
+    "name (and role) of the same user returns the agent made the first time (200). It enters "
+    "`placement` at once and is scheduled while its client is connected.",
+)
+async def register_connected(body: ConnectedAgentCreate, user: WriterDep, state: StateDep) -> Any:
+    services = state.services
+    get_spec(body.env)  # unknown env: 404 with the list
+
+    def register() -> tuple[dict, bool]:
+        agent, created = services.sessions.write_transaction(
+            lambda session: register_connected_agent(session, body.env, body.name, user.user_id, body.role),
+            what=f"registering connected agent {body.name!r}")
+        with services.sessions() as session:
+            return agents_public(session, [agent])[0], created
+
+    public, created = await run_in_threadpool(register)
+    if not created:
+        return JSONResponse(AgentPublic(**public).model_dump(mode="json"), status_code=200)
+    return AgentPublic(**public)
+
+
+@router.websocket("/agents/{agent_id}/connect")
+async def connect(websocket: WebSocket, agent_id: Annotated[int, Path(ge=1, le=MAX_ID)]) -> None:
+    """The connected agent's socket (protocol version 1; see docs/connected.md)."""
+    services: Services = websocket.app.state.api.services
+    sockets = _sockets(websocket)
+    address = client_address(websocket)  # type: ignore[arg-type]
+    await websocket.accept()
+    if not sockets.take(sockets.by_address, address, MAX_SOCKETS_PER_ADDRESS):
+        await websocket.close(CLOSE_TOO_MANY, "too many sockets from this address")
+        return
+    try:
+        await _serve(websocket, services, sockets, agent_id)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        sockets.give(sockets.by_address, address)
+
+
+async def _refuse(websocket: WebSocket, code: int, detail: str, encoding: str = "json") -> None:
+    frame = encode({"type": "error", "detail": detail}, encoding)
+    try:
+        await (websocket.send_bytes(frame) if isinstance(frame, bytes) else websocket.send_text(frame))
+        await websocket.close(code, detail[:120])
+    except (WebSocketDisconnect, RuntimeError):
+        pass
+
+
+async def _serve(websocket: WebSocket, services: Services, sockets: _Sockets, agent_id: int) -> None:
+    try:
+        message = await asyncio.wait_for(websocket.receive(), HELLO_TIMEOUT_S)
+    except TimeoutError:
+        await _refuse(websocket, CLOSE_PROTOCOL, f"no 'hello' within {HELLO_TIMEOUT_S:.0f}s")
+        return
+    if message["type"] == "websocket.disconnect":
+        return
+    raw = message.get("bytes") if message.get("bytes") is not None else message.get("text")
+    try:
+        hello = parse_hello(decode_frame(raw if raw is not None else b""))
+    except ProtocolError as exc:
+        await _refuse(websocket, CLOSE_PROTOCOL, str(exc))
+        return
+    token = hello.token or _bearer(websocket)
+    if not token:
+        await _refuse(websocket, CLOSE_UNAUTHORIZED, "send your API token in 'hello' or as 'Authorization: "
+                                                     "Bearer <token>'", hello.encoding)
+        return
+    found = await run_in_threadpool(_authorize, services, token, agent_id)
+    if isinstance(found[0], int):  # refused: (close code, reason)
+        await _refuse(websocket, *found, hello.encoding)
+        return
+    principal, agent = found
+    user_key = principal.user_id if principal.user_id is not None else -1
+    if not sockets.take(sockets.by_user, user_key, MAX_CONNECTIONS_PER_USER):
+        await _refuse(websocket, CLOSE_TOO_MANY, f"at most {MAX_CONNECTIONS_PER_USER} live connections per user",
+                      hello.encoding)
+        return
+    try:
+        spec = get_spec(agent.env_id)
+        team = next((t for t, role in enumerate(spec.roles) if agent.plays(role)), 0)
+        welcome = {
+            "type": "welcome", "protocol": PROTOCOL_VERSION, "encoding": hello.encoding,
+            "agent": {"id": agent.id, "key": agent.key, "name": agent.name, "kind": agent.kind, "role": agent.role},
+            "env": agent.env_id, "num_actions": spec.num_actions, "seat_team": list(spec.seat_team),
+            "obs_shape": list(spec.obs_shapes[spec.teams[team][0]]),
+            "time_control": time_control(agent.env_id, human=agent.kind == "human").to_json(),
+        }
+        connection = Connection(websocket, _redis(websocket, services), services.pool.keys, agent.id,
+                                hello.encoding, text=hello.text)
+        log.info("agent %d connected", agent.id, extra={"agent_id": agent.id, "user": principal.name})
+        await connection.run(welcome)
+        log.info("agent %d disconnected after %d answers", agent.id, connection.answered,
+                 extra={"agent_id": agent.id})
+    finally:
+        sockets.give(sockets.by_user, user_key)
+
+
+def _bearer(websocket: WebSocket) -> str | None:
+    header = websocket.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _authorize(services: Services, token: str, agent_id: int) -> tuple[Principal, repo.AgentInfo] | tuple[int, str]:
+    """``(principal, agent)``, or ``(close code, reason)`` when the token may not play it."""
+    principal = principal_for_token(services, token)
+    if principal is None:
+        return CLOSE_UNAUTHORIZED, "invalid or revoked API token"
+    with services.sessions() as session:
+        agent = repo.get_agent(session, agent_id)
+    if agent is None or agent.kind not in ("connected", "human"):
+        return CLOSE_NOT_FOUND, f"no connected agent with id {agent_id}"
+    if agent.owner_id != principal.user_id and not principal.is_admin:
+        return CLOSE_FORBIDDEN, f"agent {agent_id} is not yours"
+    if agent.status in ("retired", "rejected"):
+        return CLOSE_FORBIDDEN, f"agent {agent_id} is {agent.status}"
+    return principal, agent

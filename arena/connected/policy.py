@@ -1,0 +1,236 @@
+"""A connected agent, as the engine sees it: one batched :class:`~agents.policy.Policy`.
+
+Each ``act`` is one decision batch: every match of the call in which the agent moves,
+sent as one request through Redis to the API process holding the agent's socket
+(:mod:`arena.connected.broker`), answered with one action per row. The policy keeps
+the clock (:mod:`arena.connected.time_controls`) and judges every row itself, so a
+late, missing, malformed or illegal answer forfeits only the matches it concerns:
+
+* no answer by the deadline: ``timeout`` (or ``disconnected`` when the socket dropped
+  and did not come back within the grace);
+* a match whose overage bank ran dry: ``timeout``;
+* a row without an integer action, or an answer the API refused: ``invalid_output``;
+* an action outside the mask: ``illegal_action`` (logged, so the replay shows it).
+
+The engine learns which match a row belongs to from :meth:`bind_matches` (called with
+the jobs before they play) and the row's seed in its :class:`~agents.policy.MatchRng`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+
+import msgpack
+import numpy as np
+
+from agents.policy import MatchRng
+from arena.connected.broker import ConnectedBroker, Presence
+from arena.connected.protocol import pack_array
+from arena.connected.time_controls import TimeControl
+from arena.engine.guard import ILLEGAL, INVALID, OK, TIMEOUT, ActResult
+from arena.engine.records import TERMINATION_CODE, MatchJob, MatchRecord, Termination
+from envs.text import render_observations
+
+log = logging.getLogger(__name__)
+
+DISCONNECTED = TERMINATION_CODE[Termination.DISCONNECTED]
+POLL_S = 0.25
+"""How often a wait for an answer looks at the agent's presence."""
+
+
+class ConnectedPolicy:
+    """A connected agent's decisions, asked over the broker.
+
+    Args:
+        agent_key: The agent's key in match records.
+        agent_id: Its database id (its Redis keys are built from it).
+        env_id: The env it plays.
+        broker: The engine's side of the broker.
+        clock: Its time control.
+    """
+
+    answers_rows = True  # judges its rows itself (arena.engine.guard)
+    bounded_runtime = True  # never hangs: every wait ends at the request's deadline
+    weights_hash = None
+
+    def __init__(self, agent_key: str, agent_id: int, env_id: str, broker: ConnectedBroker,
+                 clock: TimeControl) -> None:
+        self.agent_id = agent_key
+        self.db_id = agent_id
+        self.env_id = env_id
+        self.broker = broker
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._match_of: dict[int, str] = {}
+        self._bank: dict[str, float] = {}
+
+    # -- the engine's hooks ---------------------------------------------------------------
+    def bind_matches(self, jobs: Iterable[MatchJob]) -> None:
+        """Learn the match ids of the seeds about to play (and open their overage banks)."""
+        with self._lock:
+            for job in jobs:
+                if self.agent_id in job.agents:
+                    self._match_of[job.seed] = job.match_id
+                    self._bank.setdefault(job.match_id, self.clock.overage_s)
+
+    def finish_matches(self, records: Iterable[MatchRecord]) -> None:
+        """Tell the client how its matches ended and close their banks."""
+        messages = []
+        with self._lock:
+            for r in records:
+                if self.agent_id not in r.seats:
+                    continue
+                self._match_of.pop(r.seed, None)
+                self._bank.pop(r.match_id, None)
+                seats = [i for i, a in enumerate(r.seats) if a == self.agent_id]
+                messages.append({"type": "result", "match": r.match_id, "seats": seats, "winner": r.winner,
+                                 "scores": [float(s) for s in r.scores], "termination": r.termination,
+                                 "forfeit_seat": r.forfeit_seat, "detail": r.detail})
+        try:
+            self.broker.publish_results(self.db_id, messages)
+        except Exception:
+            log.warning("could not publish %d results to agent %s", len(messages), self.agent_id, exc_info=True)
+
+    # -- one decision batch ---------------------------------------------------------------
+    def act(self, obs: np.ndarray, mask: np.ndarray, rng: MatchRng) -> ActResult:
+        k = len(mask)
+        with self._lock:
+            matches = [self._match_of.get(int(s), f"seed:{int(s)}") for s in rng.seeds]
+            banks = np.array([self._bank.get(m, self.clock.overage_s) for m in matches], dtype=np.float64)
+        presence = self._await_presence()
+        if presence is None:
+            return _all(k, DISCONNECTED, f"{self.agent_id} is not connected")
+        budget = self.clock.act_timeout_s
+        deadline = budget + float(banks.max(initial=0.0))
+        request_id = uuid.uuid4().hex
+        message = {
+            "type": "request", "id": request_id, "env": self.env_id,
+            "budget_ms": int(budget * 1000), "deadline_ms": int(deadline * 1000),
+            "matches": matches, "seats": rng.seats.tolist(), "plies": rng.plies.tolist(),
+            "overage_ms": (banks * 1000).astype(np.int64).tolist(),
+            "obs": pack_array(obs), "mask": pack_array(mask),
+        }
+        if presence.text:
+            message["text"] = render_observations(self.env_id, obs, mask)
+        sent = time.monotonic()
+        self.broker.send(self.db_id, request_id, msgpack.packb(message, use_bin_type=True), k,
+                         time.time() + deadline)
+        reply, why = self._wait(request_id, sent, deadline)
+        overrun = max(0.0, time.monotonic() - sent - budget)
+        banks -= overrun
+        with self._lock:
+            for m, left in zip(matches, banks.tolist()):
+                if m in self._bank:
+                    self._bank[m] = left
+        if reply is None:
+            code = DISCONNECTED if why == "disconnected" else TIMEOUT
+            text = ("dropped its connection" if code == DISCONNECTED
+                    else f"did not answer within {deadline:.1f}s")
+            return _all(k, code, f"{self.agent_id} {text}")
+        if "error" in reply:
+            return _all(k, INVALID, f"{self.agent_id} sent an answer the server refused: {reply['error']}")
+        return _judge(reply.get("actions"), mask, banks, self.agent_id)
+
+    def _await_presence(self) -> Presence | None:
+        """The agent's connection, waiting up to the grace for one that just dropped."""
+        give_up = time.monotonic() + self.clock.grace_s
+        while True:
+            presence = self.broker.presence(self.db_id)
+            if presence is not None or time.monotonic() >= give_up:
+                return presence
+            time.sleep(min(POLL_S, max(0.0, give_up - time.monotonic())))
+
+    def _wait(self, request_id: str, sent: float, deadline: float) -> tuple[dict | None, str]:
+        """The reply, or ``(None, "timeout" | "disconnected")``."""
+        offline_since: float | None = None
+        while True:
+            now = time.monotonic()
+            left = sent + deadline - now
+            if left <= 0:
+                self.broker.cancel(request_id)
+                return None, "timeout"
+            reply = self.broker.wait_reply(request_id, min(left, POLL_S))
+            if reply is not None:
+                return reply, ""
+            if self.broker.presence(self.db_id) is None:
+                offline_since = offline_since or time.monotonic()
+                if time.monotonic() - offline_since >= self.clock.grace_s:
+                    self.broker.cancel(request_id)
+                    return None, "disconnected"
+            else:
+                offline_since = None
+
+
+def _all(k: int, code: int, detail: str) -> ActResult:
+    return ActResult(np.full(k, -1, dtype=np.int64), np.full(k, code, dtype=np.int8), detail)
+
+
+def _judge(actions: object, mask: np.ndarray, banks: np.ndarray, agent_id: str) -> ActResult:
+    """Classify every row of an answer the API accepted (one entry per row)."""
+    k, num_actions = mask.shape
+    if not isinstance(actions, list) or len(actions) != k:
+        return _all(k, INVALID, f"{agent_id} answered {type(actions).__name__}, not {k} actions")
+    given = np.array([a if isinstance(a, int) else -(2**40) for a in actions], dtype=np.int64)
+    codes = np.zeros(k, dtype=np.int8)
+    codes[given == -(2**40)] = INVALID
+    in_range = (given >= 0) & (given < num_actions)
+    legal = in_range & mask[np.arange(k), np.clip(given, 0, num_actions - 1)]
+    codes[(codes == OK) & ~legal] = ILLEGAL
+    codes[banks < 0] = TIMEOUT
+    out = np.where(codes == INVALID, -1, given)
+    detail = ""
+    if (codes == TIMEOUT).any():
+        detail = f"{agent_id} used up the overage time of {int((codes == TIMEOUT).sum())} match(es)"
+    elif (codes == INVALID).any():
+        detail = f"{agent_id} answered a row without an integer action"
+    elif (codes == ILLEGAL).any():
+        detail = f"{agent_id} played an illegal or out-of-range action"
+    return ActResult(out, codes, detail)
+
+
+class ConnectedPolicies:
+    """Connected agents' policies for one worker: picklable (a Redis URL and key prefix),
+    so a Ray worker builds its own broker next to the same Redis.
+
+    Args:
+        redis_url: The service's Redis.
+        prefix: Its key namespace.
+    """
+
+    def __init__(self, redis_url: str, prefix: str = "arena") -> None:
+        self.redis_url = redis_url
+        self.prefix = prefix
+        self._broker: ConnectedBroker | None = None
+        self._policies: dict[tuple[str, str], ConnectedPolicy] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        return {"redis_url": self.redis_url, "prefix": self.prefix}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["redis_url"], state["prefix"])
+
+    @property
+    def broker(self) -> ConnectedBroker:
+        if self._broker is None:
+            from arena.snapshots.keys import RedisKeys
+            from arena.storage.redis_server import redis_client
+
+            self._broker = ConnectedBroker(redis_client(self.redis_url), RedisKeys(self.prefix))
+        return self._broker
+
+    def get(self, env_id: str, source) -> ConnectedPolicy:
+        """The policy of ``source`` (an :class:`~arena.runners.AgentSource` with ``connected``)."""
+        from arena.connected.time_controls import time_control
+
+        with self._lock:
+            found = self._policies.get((env_id, source.key))
+            if found is None:
+                found = ConnectedPolicy(source.key, source.connected, env_id, self.broker,
+                                        time_control(env_id, human=source.human))
+                self._policies[(env_id, source.key)] = found
+            return found

@@ -1,0 +1,67 @@
+"""A live Arena server (uvicorn in a thread, real database and Redis) and connected clients."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from arena.connected.client import AgentClient
+from arena.settings import Settings
+from arena.storage.wiring import Services, open_services
+from tests.api.helpers import RAISED_LIMITS
+from tests.client.live import LiveServer
+
+
+@dataclass
+class Live:
+    url: str
+    services: Services
+
+    def user(self, name: str) -> str:
+        r = httpx.post(f"{self.url}/api/v1/users", json={"name": name})
+        assert r.status_code == 201, r.text
+        return r.json()["token"]
+
+    def connected_agent(self, token: str, name: str, env: str = "connect_four-v3", role: str | None = None) -> dict:
+        body = {"env": env, "name": name, **({"role": role} if role else {})}
+        r = httpx.post(f"{self.url}/api/v1/agents/connected", json=body, headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code in (200, 201), r.text
+        return r.json()
+
+
+@pytest.fixture
+def live(tmp_path: Path, migrated_db_url: str, redis_url: str) -> Iterator[Live]:
+    from arena.api.app import create_app
+
+    settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=migrated_db_url,
+                        redis_url=redis_url, **RAISED_LIMITS)
+    with open_services(settings) as services:
+        server = LiveServer(create_app(services))
+        try:
+            yield Live(server.url, services)
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def run_client() -> Iterator[Callable[..., AgentClient]]:
+    """Start :class:`AgentClient` s in threads; all are stopped after the test."""
+    started: list[tuple[AgentClient, threading.Thread]] = []
+
+    def start(*args, **kwargs) -> AgentClient:
+        client = AgentClient(*args, **kwargs)
+        thread = threading.Thread(target=client.run, daemon=True)
+        thread.start()
+        started.append((client, thread))
+        return client
+
+    yield start
+    for client, thread in started:
+        client.stop()
+    for _, thread in started:
+        thread.join(10)

@@ -1,0 +1,75 @@
+"""A connected agent end to end: registered over HTTP, played by the engine through Redis."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from agents.baselines import HEURISTICS
+from agents.catalog import make_policy
+from arena.engine import MatchEngine
+from arena.engine.plan import plan_matches
+from arena.runners import AgentSource
+from envs.registry import get_spec
+
+ENV = "connect_four-v3"
+
+
+def wait_online(live, agent_id: int, timeout: float = 10.0) -> None:
+    broker = live.services.connected_policies().broker
+    deadline = time.monotonic() + timeout
+    while broker.presence(agent_id) is None:
+        assert time.monotonic() < deadline, "the client never came online"
+        time.sleep(0.05)
+
+
+def first_legal(obs: np.ndarray, mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def play(live, agent: dict, opponent: str, n: int, seed: int = 1):
+    spec = get_spec(ENV)
+    source = AgentSource(key=agent["key"], connected=agent["id"])
+    policies = {agent["key"]: live.services.connected_policies().get(ENV, source),
+                opponent: make_policy(opponent, ENV)}
+    jobs = plan_matches([agent["key"], opponent], spec, n, seed=seed)
+    with MatchEngine() as engine:
+        return engine.play(ENV, jobs, policies), jobs
+
+
+def test_connected_agent_plays_like_the_same_policy_in_process(live, run_client):
+    token = live.user("alice")
+    agent = live.connected_agent(token, "heuristic-over-the-wire")
+    assert agent["kind"] == "connected" and agent["status"] == "placement"
+    heuristic = HEURISTICS[ENV]()
+    client = run_client(live.url, token, agent["id"],
+                        lambda obs, mask: heuristic.act(obs, mask, _rng(len(mask))), batched=True)
+    wait_online(live, agent["id"])
+    records, _ = play(live, agent, "random", 24)
+    assert [r.termination for r in records] == ["normal"] * 24
+    assert client.progress.requests > 0 and client.progress.rows >= 24 * 3
+    # the same name reuses the agent
+    again = live.connected_agent(token, "heuristic-over-the-wire")
+    assert again["id"] == agent["id"]
+
+
+def _rng(k: int):
+    from agents.policy import MatchRng
+
+    return MatchRng(np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64), np.arange(k))
+
+
+def test_offline_agent_forfeits_disconnected(live):
+    token = live.user("bob")
+    agent = live.connected_agent(token, "never-connects")
+    source = AgentSource(key=agent["key"], connected=agent["id"])
+    policies = live.services.connected_policies()
+    policy = policies.get(ENV, source)
+    object.__setattr__(policy, "clock", type(policy.clock)(act_timeout_s=0.5, overage_s=0.0, grace_s=0.2))
+    spec = get_spec(ENV)
+    jobs = plan_matches([agent["key"], "random"], spec, 2, seed=3)
+    with MatchEngine() as engine:
+        records = engine.play(ENV, jobs, {agent["key"]: policy, "random": make_policy("random", ENV)})
+    assert [r.termination for r in records] == ["disconnected", "disconnected"]
+    assert all(r.seats[r.forfeit_seat] == agent["key"] for r in records)
