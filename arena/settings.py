@@ -18,6 +18,8 @@ Every field has a default that works on a fresh machine::
     ARENA_PROBE_CONCURRENCY   1 probe at a time (each one process, one torch thread)
     ARENA_PROBE_QUEUE_SIZE    100 probes queued or running at most
     ARENA_PROBE_BACKEND       auto (Ray when the service runs on Ray, else a process)
+    ARENA_PROBES_QUEUED_PER_USER  3 probes one user may have queued or running at once
+    ARENA_PROBES_PER_USER_PER_DAY 20 probes one user may ask for per UTC day
     ARENA_LOG_FORMAT          text (json: one object per line, with match/agent ids)
     ARENA_LOG_LEVEL           INFO
     ARENA_HOST / ARENA_PORT   127.0.0.1 / 8000
@@ -156,6 +158,13 @@ class Settings(BaseSettings):
     probe_backend: Literal["auto", "ray", "process"] = Field(
         default="auto",
         description="Where probes run: ray tasks, a spawned process each, or auto (ray when initialized).",
+    )
+    probes_queued_per_user: int = Field(
+        default=3, ge=0,
+        description="Probes one user may have queued or running at once (0: off; admins are never limited).",
+    )
+    probes_per_user_per_day: int = Field(
+        default=20, ge=0, description="Probes one user may ask for per UTC day (0: off; admins never limited).",
     )
     trickle_matches_per_s: float = Field(
         default=1.0, gt=0.0,

@@ -9,6 +9,13 @@ its 95% interval. Here it becomes a service:
   unless admin, at most ``ARENA_PROBE_QUEUE_SIZE`` open probes); with
   ``ARENA_PROBE_AUTO`` the :class:`ProbeService` queues one for every submitted agent
   once it is ``rated``.
+* **Fair shares.** At one budget an agent has one probe, whatever the seed: asking again
+  returns the queued, running or finished one (only a failed probe is tried again). A
+  user may have ``ARENA_PROBES_QUEUED_PER_USER`` probes queued or running and ask for
+  ``ARENA_PROBES_PER_USER_PER_DAY`` a UTC day (429 beyond; admins and the service's own
+  ``auto`` probes are not limited), and the workers serve requesters in turn
+  (:func:`in_turn`: the one served least recently first), not the queue in order, so
+  one user's flood waits behind everyone else's next probe.
 * **Workers.** At most ``ARENA_PROBE_CONCURRENCY`` probes run at once, each on one
   CPU with one torch thread at lower priority (:mod:`arena.evaluation.probe_worker`):
   a Ray task (``num_cpus=1``, scheduled only on a free CPU, so the ladder's workers
@@ -24,10 +31,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from functools import cache
 
 from sqlalchemy.orm import Session
@@ -35,15 +44,20 @@ from sqlalchemy.orm import Session
 from arena.agent_status import AgentStatus
 from arena.evaluation.probe_backends import ProbeBackend, ProbeEvent, make_backend
 from arena.evaluation.probe_worker import ProbeJob
+from arena.settings import Settings
 from arena.storage.db import repositories as repo
+from arena.storage.db.base import utcnow
 from arena.storage.wiring import Services
-from envs.errors import InvalidParameter, ServiceUnavailable
+from envs.errors import InvalidParameter, ServiceUnavailable, TooManyRequests
 from envs.registry import get_spec, list_envs, make_vector_core
 
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY_S = 1.0
 """Shortest interval between two progress writes of one probe."""
+
+QUEUED_RETRY_S = 60
+"""``Retry-After`` of a request over the queued-probes quota: a polling hint (a probe takes minutes)."""
 
 
 @cache
@@ -57,16 +71,37 @@ def probe_envs() -> list[str]:
     return [spec.env_id for spec in list_envs() if probe_supported(spec.env_id)]
 
 
+def _check_quota(session: Session, settings: Settings, requested_by: str) -> None:
+    """Refuse a new probe of ``requested_by`` over the per-user quotas (429)."""
+    queued_quota, daily_quota = settings.probes_queued_per_user, settings.probes_per_user_per_day
+    if queued_quota and repo.count_requested_probes(session, requested_by, open_only=True) >= queued_quota:
+        raise TooManyRequests(f"too many requests: at most {queued_quota} probes per user queued or running at "
+                              "once (ARENA_PROBES_QUEUED_PER_USER); wait for one to finish", QUEUED_RETRY_S)
+    if daily_quota:
+        now = utcnow()
+        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        if repo.count_requested_probes(session, requested_by, since=midnight) >= daily_quota:
+            retry_after = math.ceil((midnight + timedelta(days=1) - now).total_seconds())
+            raise TooManyRequests(f"too many requests: at most {daily_quota} probes per user per UTC day "
+                                  f"(ARENA_PROBES_PER_USER_PER_DAY); try again in {retry_after} s", retry_after)
+
+
 def queue_probe(services: Services, agent_id: int, requested_by: str, *, budget_env_steps: int | None = None,
-                seed: int = 0, may_exceed_budget: bool = False) -> tuple[repo.ProbeInfo, bool]:
+                seed: int = 0, may_exceed_budget: bool = False, quota: bool = False) -> tuple[repo.ProbeInfo, bool]:
     """Queue a probe of an agent; returns ``(probe, created)``.
 
-    An open (queued or running) probe of the agent with the same budget and seed is
-    returned instead of queueing a second one.
+    At one budget an agent has one probe: a queued, running or finished probe of the
+    agent at the same budget, whatever its seed, is returned instead of queueing another
+    (``created`` false); only after a failed one is a new probe queued.
+
+    Args:
+        quota: Apply the per-user quotas to ``requested_by`` (a user's request; not the
+            admin's, not the service's own).
 
     Raises:
         InvalidParameter: The agent's env cannot be probed, or the budget is over the
             configured one for a caller who may not exceed it.
+        TooManyRequests: ``quota`` and the requester is over a per-user quota.
         ServiceUnavailable: ``probe_queue_size`` probes are open already.
     """
     settings = services.settings
@@ -80,9 +115,11 @@ def queue_probe(services: Services, agent_id: int, requested_by: str, *, budget_
         if not probe_supported(agent.env_id):
             raise InvalidParameter(f"exploitability probes need a two-player env with a vectorized core; "
                                    f"{agent.env_id} has none")
-        for probe in repo.agent_probes(session, agent_id, limit=20):
-            if probe.status in ("queued", "running") and (probe.budget_env_steps, probe.seed) == (budget, seed):
-                return probe, False
+        existing = repo.probe_at_budget(session, agent_id, budget)
+        if existing is not None:
+            return existing, False
+        if quota:
+            _check_quota(session, settings, requested_by)
         if repo.count_open_probes(session) >= settings.probe_queue_size:
             raise ServiceUnavailable(f"the probe queue is full ({settings.probe_queue_size} probes); "
                                      "try again later")
@@ -91,6 +128,27 @@ def queue_probe(services: Services, agent_id: int, requested_by: str, *, budget_
         return repo.get_probe(session, probe_id), True
 
     return services.sessions.write_transaction(store, what=f"queueing a probe of agent {agent_id}")
+
+
+def in_turn(queued: list[repo.ProbeInfo], last_started: Mapping[str, datetime | None]) -> list[repo.ProbeInfo]:
+    """``queued`` (oldest first) in the order the workers serve them: requesters in turn.
+
+    Round robin by requester: each requester's oldest probe first, requesters ordered by
+    when a probe of theirs last started (never first, then longest ago; ties: whose
+    probe has waited longest), then everyone's second probe, and so on.
+    """
+    by_requester: dict[str, list[repo.ProbeInfo]] = {}
+    for probe in queued:
+        by_requester.setdefault(probe.requested_by, []).append(probe)
+    never = datetime.min.replace(tzinfo=UTC)
+
+    def turn(requester: str) -> tuple[datetime, int]:
+        started = last_started.get(requester)
+        return (never if started is None else started, by_requester[requester][0].id)
+
+    order = sorted(by_requester, key=turn)
+    rounds = max((len(p) for p in by_requester.values()), default=0)
+    return [by_requester[r][k] for k in range(rounds) for r in order if k < len(by_requester[r])]
 
 
 @dataclass
@@ -150,7 +208,8 @@ class ProbeService:
         if free <= 0:
             return 0
         with self.services.sessions() as session:
-            waiting = repo.probes_by_status(session, "queued", limit=free)
+            queued = repo.probes_by_status(session, "queued")
+            waiting = in_turn(queued, repo.last_started(session, {p.requested_by for p in queued}))[:free]
         for probe in waiting:
             if not self.services.sessions.write_transaction(
                     functools.partial(repo.claim_probe, probe_id=probe.id), what=f"claiming probe {probe.id}"):

@@ -37,7 +37,8 @@ def test_probe_requests_need_the_owner_or_an_admin(client):
     probe = queued.json()
     assert (probe["status"], probe["budget_env_steps"], probe["requested_by"], probe["progress"]) == (
         "queued", BUDGET, "ada", 0.0)
-    assert client.post(url, headers=auth(ada)).json()["id"] == probe["id"]  # the open probe, not a second one
+    again = client.post(url, json={"seed": 5}, headers=auth(ada))  # one probe per agent and budget, any seed
+    assert again.status_code == 200 and again.json()["id"] == probe["id"]
     admin = client.post(url, json={"budget_env_steps": 10 * BUDGET, "seed": 3}, headers=auth(ADMIN_TOKEN))
     assert admin.status_code == 202 and admin.json()["budget_env_steps"] == 10 * BUDGET
     listed = client.get(url).json()

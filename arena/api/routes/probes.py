@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Path, Query
+from fastapi import APIRouter, Body, Path, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from arena.api.deps import ServicesDep, SessionDep, UserDep
+from arena.api.deps import ServicesDep, SessionDep, WriterDep
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, ProbeCreate, ProbePublic, ProbesPublic
 from arena.evaluation.probes import queue_probe
@@ -21,13 +21,17 @@ AgentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")]
 
 @router.post(
     "/agents/{agent_id}/probes", status_code=202, response_model=ProbePublic,
-    responses=error_responses(400, 401, 403, 404, 422, 503),
+    responses={200: {"model": ProbePublic, "description": "The agent's probe at that budget, asked for before."},
+               **error_responses(400, 401, 403, 404, 422, 429, 503)},
     description="Queue an exploitability probe (owner or admin): a PPO best response trains against the "
     "frozen agent for `budget_env_steps` env steps, then plays it; the result is its win rate with a 95% "
-    "interval (high = exploitable). Answers 202 with the probe (queued, or the open probe with the same "
-    "budget and seed); poll `GET /agents/{id}/probes`. Two-player envs with a vectorized core only.",
+    "interval (high = exploitable). Answers 202 with the queued probe; at one budget an agent has one probe "
+    "whatever the seed, so asking again answers 200 with the queued, running or finished one (a failed one "
+    "is queued again). Poll `GET /agents/{id}/probes`. A user may have ARENA_PROBES_QUEUED_PER_USER probes "
+    "queued or running and ask for ARENA_PROBES_PER_USER_PER_DAY a UTC day (429 beyond, with Retry-After); "
+    "the workers serve users in turn. Two-player envs with a vectorized core only.",
 )
-async def create_probe(agent_id: AgentIdPath, user: UserDep, services: ServicesDep,
+async def create_probe(agent_id: AgentIdPath, user: WriterDep, services: ServicesDep, response: Response,
                        body: Annotated[ProbeCreate | None, Body()] = None) -> ProbePublic:
     body = body or ProbeCreate()
 
@@ -38,8 +42,10 @@ async def create_probe(agent_id: AgentIdPath, user: UserDep, services: ServicesD
             raise UnknownAgent(f"no agent with id {agent_id}")
         if not user.is_admin and (agent.owner_id is None or agent.owner_id != user.user_id):
             raise Forbidden(f"agent {agent_id} is not yours; only its owner or an admin can probe it")
-        probe, _ = queue_probe(services, agent_id, user.name, budget_env_steps=body.budget_env_steps,
-                               seed=body.seed, may_exceed_budget=user.is_admin)
+        probe, created = queue_probe(services, agent_id, user.name, budget_env_steps=body.budget_env_steps,
+                                     seed=body.seed, may_exceed_budget=user.is_admin, quota=not user.is_admin)
+        if not created:
+            response.status_code = 200
         return ProbePublic(**probe_public(probe))
 
     return await run_in_threadpool(queue)

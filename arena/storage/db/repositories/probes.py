@@ -91,6 +91,35 @@ def probes_by_status(session: Session, status: str, limit: int | None = None) ->
     return [_info(r) for r in session.execute(stmt)]
 
 
+def probe_at_budget(session: Session, agent_id: int, budget_env_steps: int) -> ProbeInfo | None:
+    """The agent's newest probe at ``budget_env_steps`` that did not fail (queued, running or
+    done), whatever its seed: at one budget an agent has one probe."""
+    row = session.execute(_select().where(Probe.agent_id == agent_id, Probe.budget_env_steps == budget_env_steps,
+                                          Probe.status != "failed").order_by(Probe.id.desc()).limit(1)).first()
+    return None if row is None else _info(row)
+
+
+def count_requested_probes(session: Session, requested_by: str, *, open_only: bool = False,
+                           since: datetime | None = None) -> int:
+    """Probes ``requested_by`` asked for: only queued or running ones (``open_only``), or
+    those created at or after ``since``."""
+    stmt = select(func.count()).select_from(Probe).where(Probe.requested_by == requested_by[:64])
+    if open_only:
+        stmt = stmt.where(Probe.status.in_(("queued", "running")))
+    if since is not None:
+        stmt = stmt.where(Probe.created_at >= since)
+    return int(session.execute(stmt).scalar_one())
+
+
+def last_started(session: Session, requesters: Collection[str]) -> dict[str, datetime | None]:
+    """When a probe of each requester last started (``None``: never), for serving them in turn."""
+    rows = session.execute(select(Probe.requested_by, func.max(Probe.started_at))
+                           .where(Probe.requested_by.in_(list(requesters))).group_by(Probe.requested_by))
+    started: dict[str, datetime | None] = dict.fromkeys(requesters)
+    started.update({r[0]: r[1] for r in rows})
+    return started
+
+
 def count_open_probes(session: Session) -> int:
     """Probes queued or running."""
     return int(session.execute(select(func.count()).select_from(Probe)
