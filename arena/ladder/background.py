@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from agents.catalog import make_policy
@@ -36,7 +37,8 @@ from arena.agent_status import ACTIVE, AgentStatus
 from arena.engine import MatchEngine
 from arena.engine.plan import plan_matches
 from arena.engine.records import Termination
-from arena.ladder.dispatch import Ladder, LadderConfig, agent_source, open_ladder, waiting_reason
+from arena.ladder.dispatch import CONNECTED_KINDS, Ladder, LadderConfig, agent_source, open_ladder, waiting_reason
+from arena.ladder.lane import ConnectedLane
 from arena.ladder.pacing import LadderPacer, PacingConfig, pacing_from_settings
 from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import ladder_envs, register_builtin_agents
@@ -51,6 +53,14 @@ from envs.registry import builtin_env_ids, get_entry, get_spec
 from league.rating_book import DEFAULT_TARGET_SIGMA
 
 log = logging.getLogger(__name__)
+
+
+def offline_reason(seen: float | None) -> str:
+    """Why an offline connected agent is not scheduled."""
+    if seen is None:
+        return "offline: waiting for its client to connect (arena connect)"
+    when = datetime.fromtimestamp(seen, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"offline since {when}"
 
 VALIDATION_TIME_BUDGET_S = 5.0
 """Budget of one batched call in validation episodes (an ONNX run is terminated there)."""
@@ -114,6 +124,8 @@ class BackgroundService:
         self.seed = int(time.time()) if self.config.seed is None else self.config.seed
         self.pacer = LadderPacer(replace(self.config.pacing, batch_size=self.config.batch_size), seed=self.seed)
         self.engine = MatchEngine(time_budget_s=VALIDATION_TIME_BUDGET_S)
+        self.lane = ConnectedLane(services)
+        self.broker = services.connected_policies().broker
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.rounds = 0
@@ -177,17 +189,23 @@ class BackgroundService:
 
     # -- ladders ------------------------------------------------------------------
     def ladder_round(self, env_id: str) -> int:
-        """One batch of rated matches on ``env_id``'s ladder; returns matches recorded."""
+        """One batch of rated matches on ``env_id``'s ladder; returns matches recorded.
+
+        Line-ups with a connected agent go to the :class:`~arena.ladder.lane.ConnectedLane`
+        (played beside this loop); the others are played here.
+        """
         with self.services.sessions() as session:
             agents = repo.list_agents(session, env_id, statuses=ACTIVE)
+        agents = self._online(agents)
         if not agents:
             return 0
         ladder = self.ladders.get(env_id)
         if ladder is None:
-            ladder = open_ladder(self.services.sessions,
-                                 LadderConfig(env_id, batch_size=self.config.batch_size, seed=self.seed,
-                                              target_sigma=self.config.target_sigma))
+            ladder = open_ladder(self.services.sessions, self._ladder_config(env_id))
             self.ladders[env_id] = ladder
+            self.lane.play_ladder(ladder.config, [agent_source(a) for a in agents], [], self._stop.is_set)
+        if self.lane.take_recorded(env_id):
+            ladder.reload_ratings()
         ladder.sync_agents([agent_source(a) for a in agents])
         missing = ladder.missing_roles()
         if missing:
@@ -196,6 +214,12 @@ class BackgroundService:
         plan = self.pacer.plan(env_id, ladder.spec.roles, sorted(ladder.sources), ladder.book, ladder.env,
                                self.clock(), plays=ladder.plays)
         lineups = plan.lineups[:self._batch_size(env_id)]
+        connected = {a.key for a in agents if a.kind in CONNECTED_KINDS}
+        if connected:
+            lane = [lu for lu in lineups if connected.intersection(lu)]
+            lineups = [lu for lu in lineups if not connected.intersection(lu)]
+            if lane:
+                self.lane.play_ladder(ladder.config, list(ladder.sources.values()), lane, self._stop.is_set)
         if not lineups:
             return 0
         start = time.perf_counter()
@@ -204,6 +228,24 @@ class BackgroundService:
             per_match = (time.perf_counter() - start) / recorded
             self._match_s[env_id] = 0.5 * (self._match_s.get(env_id, per_match) + per_match)
         return recorded
+
+    def _ladder_config(self, env_id: str) -> LadderConfig:
+        return LadderConfig(env_id, batch_size=self.config.batch_size, seed=self.seed,
+                            target_sigma=self.config.target_sigma)
+
+    def _online(self, agents: list[repo.AgentInfo]) -> list[repo.AgentInfo]:
+        """``agents`` less the connected ones whose client is offline (their status reason
+        says since when) and people (they play when they ask, never by the ladder)."""
+        connected = [a for a in agents if a.kind == "connected"]
+        if not connected:
+            return [a for a in agents if a.kind != "human"]
+        ids = [a.id for a in connected]
+        presence, seen = self.broker.presences(ids), self.broker.last_seen(ids)
+        for a in connected:
+            reason = "" if presence[a.id] is not None else offline_reason(seen[a.id])
+            if a.status_reason != reason and (reason or a.status_reason.startswith("offline")):
+                self._set_status(a.id, AgentStatus(a.status), reason)
+        return [a for a in agents if a.kind not in CONNECTED_KINDS or presence.get(a.id) is not None]
 
     def _batch_size(self, env_id: str) -> int:
         """Most matches for the next batch: about ``round_s`` of play at the measured pace."""
@@ -267,4 +309,5 @@ class BackgroundService:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        self.lane.close()
         self.engine.close()

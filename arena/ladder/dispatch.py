@@ -47,10 +47,16 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+CONNECTED_KINDS = ("connected", "human")
+"""Agents played by a client over the connected-agent protocol (a program, or a person)."""
+
+
 def agent_source(agent: repo.AgentInfo) -> AgentSource:
-    """Where a worker gets a stored agent's policy: its snapshot, or its builtin name."""
+    """Where a worker gets a stored agent's policy: its snapshot, its client, or its builtin name."""
     if agent.kind == "neural":
         return AgentSource(key=agent.key, snapshot=agent.snapshot_sha256)
+    if agent.kind in CONNECTED_KINDS:
+        return AgentSource(key=agent.key, connected=agent.id, human=agent.kind == "human")
     return AgentSource(key=agent.key, builtin=agent.key)
 
 
@@ -67,6 +73,9 @@ class LadderConfig:
             the runner takes them).
         db_retry_s: How long to ride out an unreachable database before giving up
             (the scheduled matches stay queued for the next run).
+        lane: Which part of the env's persisted queue this ladder owns: ``""`` the
+            main ladder, ``"connected"`` the matches of connected agents, played beside
+            it (:mod:`arena.ladder.lane`). Each resumes only its own queued matches.
     """
 
     env_id: str
@@ -75,6 +84,7 @@ class LadderConfig:
     seed: int = 0
     max_rate: float | None = None
     db_retry_s: float = 120.0
+    lane: str = ""
 
 
 @dataclass
@@ -96,6 +106,12 @@ def open_ladder(sessions: Sessions, config: LadderConfig) -> Ladder:
     rating_env = sessions.write_transaction(lambda session: register_env(session, config.env_id),
                                             what=f"registering {config.env_id}", idempotent=True)
     return Ladder(sessions, config, rating_env)
+
+
+def queue_lane(batch_key: str) -> str:
+    """The lane a queued batch belongs to (``""``: the main ladder's)."""
+    lane, sep, _ = batch_key.partition("|")
+    return lane if sep else ""
 
 
 def waiting_reason(missing: list[str]) -> str:
@@ -169,6 +185,11 @@ class Ladder:
             self.plays = self._roles(session)
             self.book = load_book(session, self.env, ids)
 
+    def reload_ratings(self) -> None:
+        """Read the ladder's standings again (another writer, the connected lane, rated some)."""
+        with self.sessions() as session:
+            self.book = load_book(session, self.env, self.agent_ids)
+
     def _roles(self, session: Session) -> dict[str, str | None]:
         """The role each agent on the ladder plays (``None``: every role)."""
         agents = repo.get_agents(session, self.agent_ids.values())
@@ -193,6 +214,7 @@ class Ladder:
                 return queued, {k: repo.get_agent_by_key(session, self.spec.env_id, k) for k in keys}
 
         queued, extra = self._db(load, "reading the match queue")
+        queued = [j for j in queued if queue_lane(j.batch_key) == self.config.lane]
         if not queued:
             return
         sources = dict(self.sources)
@@ -229,7 +251,7 @@ class Ladder:
         rng = np.random.default_rng(self.config.seed)
         keys = sorted(self.sources)
         start = self._db(self._matches_so_far, "counting matches")
-        run_id = uuid.uuid4().hex
+        run_id = f"{self.config.lane}|{uuid.uuid4().hex}" if self.config.lane else uuid.uuid4().hex
         for b, lo in enumerate(range(0, total, self.config.batch_size)):
             n = min(self.config.batch_size, total - lo)
             chosen = (lineups[lo:lo + n] if lineups is not None

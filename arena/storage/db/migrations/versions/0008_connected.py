@@ -31,8 +31,8 @@ def _replace_check(old: str, new: str) -> None:
         bind.exec_driver_sql(f"PRAGMA schema_version = {int(version) + 1}")
         bind.exec_driver_sql("PRAGMA writable_schema = OFF")
         return
-    op.drop_constraint("ck_agents_kind", "agents", type_="check")
-    op.create_check_constraint("ck_agents_kind", "agents", sa.text(new))
+    op.drop_constraint(op.f("ck_agents_kind"), "agents", type_="check")
+    op.create_check_constraint(op.f("ck_agents_kind"), "agents", sa.text(new))
 
 
 def upgrade() -> None:

@@ -1,0 +1,135 @@
+"""Matches of connected agents and people, played beside the ladders so they never hold them up.
+
+A connected agent answers at the pace of its owner's machine, and a person at the pace
+of a person: a batch with one of them in it may take seconds or minutes. The service's
+loop therefore hands their line-ups to the :class:`ConnectedLane` and goes on with the
+other matches. The lane plays on its own threads, each with its own engine:
+
+* **ladder batches** of connected agents (at most one in flight per env): scheduled by
+  the service's pacer like every rated match, queued in the env's persisted queue under
+  the ``connected`` lane (a restart resumes them there, never in the main ladder),
+  recorded exactly once with their ratings;
+* **human matches** (the browser's Play button): one match, a person against an agent,
+  recorded unrated (:mod:`arena.read.humans` rates people on their own board, against
+  the agents' ratings at the time, so nobody can move an agent's rating by choosing
+  whom to play).
+
+When a batch is recorded the lane marks its env, and the service reloads that ladder's
+ratings before it plans again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+
+from arena.engine import MatchEngine, MatchJob, MatchRecord
+from arena.ladder.dispatch import LadderConfig, open_ladder
+from arena.ladder.recorder import record_unrated
+from arena.runners import AgentSource, InProcessRunner, PolicyResolver
+from arena.runners.batches import MatchBatch
+from arena.storage.wiring import Services
+from envs.registry import get_spec
+
+log = logging.getLogger(__name__)
+
+LANE = "connected"
+LANE_SEED_SALT = 0x5EED_C0_4E
+"""Mixed into the lane's master seed so its matches never share seeds with the main ladder's."""
+
+
+class ConnectedLane:
+    """Threads that play connected agents' ladder batches and people's matches.
+
+    Args:
+        services: The service's database, Redis and pool.
+        ladder_threads: Envs whose connected batches may play at once.
+        human_threads: People's matches that may play at once.
+    """
+
+    def __init__(self, services: Services, ladder_threads: int = 4, human_threads: int = 16) -> None:
+        self.services = services
+        self._ladders = ThreadPoolExecutor(ladder_threads, thread_name_prefix="connected-lane")
+        self._humans = ThreadPoolExecutor(human_threads, thread_name_prefix="human-match")
+        self._busy: dict[str, Future] = {}
+        self._recorded: set[str] = set()
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self.human_matches: dict[str, Future] = {}
+
+    def _runner(self) -> InProcessRunner:
+        """This thread's runner (an engine is not shared between threads)."""
+        runner = getattr(self._local, "runner", None)
+        if runner is None:
+            runner = InProcessRunner(self.services.snapshot_cache_factory()(), self.services.connected_policies())
+            self._local.runner = runner
+        return runner
+
+    def busy(self, env_id: str) -> bool:
+        with self._lock:
+            future = self._busy.get(env_id)
+            return future is not None and not future.done()
+
+    def take_recorded(self, env_id: str) -> bool:
+        """Whether a lane batch of ``env_id`` was recorded since the last call."""
+        with self._lock:
+            if env_id in self._recorded:
+                self._recorded.discard(env_id)
+                return True
+            return False
+
+    def play_ladder(self, config: LadderConfig, sources: list[AgentSource], lineups: list[tuple[str, ...]],
+                    stop: Callable[[], bool]) -> bool:
+        """Play ``lineups`` (each with a connected agent) as rated ladder matches, in the
+        background, after whatever a previous run left queued in the lane (no line-ups:
+        only that); ``False`` if the env already has a lane batch in flight."""
+        env_id = config.env_id
+        if self.busy(env_id):
+            return False
+        lane_config = replace(config, lane=LANE, seed=config.seed ^ LANE_SEED_SALT)
+
+        def play() -> int:
+            ladder = open_ladder(self.services.sessions, lane_config)
+            ladder.sync_agents(sources)
+            recorded = ladder.run(self._runner(), len(lineups), stop=stop, lineups=lineups or None).recorded
+            with self._lock:
+                self._recorded.add(env_id)
+            return recorded
+
+        with self._lock:
+            self._busy[env_id] = self._ladders.submit(_logged(play, f"{env_id} connected batch"))
+        return True
+
+    def play_human(self, env_id: str, job: MatchJob, sources: dict[str, AgentSource],
+                   agent_ids: dict[str, int]) -> Future:
+        """Play one person's match in the background and store it unrated; the future holds its record."""
+        spec = get_spec(env_id)
+
+        def play() -> MatchRecord:
+            with MatchEngine() as engine:
+                resolver = PolicyResolver(self._runner().resolver.snapshots, self.services.connected_policies())
+                batch = MatchBatch(env_id, [job], sources)
+                [record] = engine.play(env_id, [job], resolver.policies(batch))
+            record_unrated(self.services.sessions, spec, [record], agent_ids)
+            return record
+
+        future = self._humans.submit(_logged(play, f"human match {job.match_id}"))
+        self.human_matches[job.match_id] = future
+        return future
+
+    def close(self) -> None:
+        self._ladders.shutdown(wait=False, cancel_futures=True)
+        self._humans.shutdown(wait=False, cancel_futures=True)
+
+
+def _logged(work: Callable, what: str) -> Callable:
+    def run():
+        try:
+            return work()
+        except Exception:
+            log.exception("%s failed", what)
+            raise
+    return run

@@ -1,0 +1,148 @@
+"""``arena connect`` as a user runs it (a subprocess) against a live server, and ArenaClient.connect.
+
+The live server has no background scheduler: the tests play the connected agent's
+matches themselves, through the engine, as the ladder would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import typer
+
+from arena.cli.connect import load_function
+from arena.client import ArenaClient, ArenaHTTPError
+from tests.client.live import ARENA, REPO_ROOT, run_cli
+from tests.connected.test_live_protocol import ENV, first_legal, play, wait_online
+
+sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
+FIRST_LEGAL = textwrap.dedent("""
+    import numpy as np
+
+    def helper():
+        return 0
+
+    def act(obs, mask):
+        return int(np.flatnonzero(mask)[0])
+""")
+
+
+def start_cli(*args: str, home: Path, server: str, token: str) -> subprocess.Popen:
+    """``arena ARGS`` running in the background, as :func:`tests.client.live.run_cli` runs it."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "COLUMNS": "200",
+           "PYTHONPATH": str(REPO_ROOT), "ARENA_SERVER": server, "ARENA_TOKEN": token}
+    return subprocess.Popen([*ARENA, *args], cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def poll(condition, what: str, timeout: float = 30.0, proc: subprocess.Popen | None = None):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"arena connect ended ({proc.returncode}) before {what}:\n{out}\n{err}")
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def owned_agents(live, owner: str) -> list[dict]:
+    r = httpx.get(f"{live.url}/api/v1/agents", params={"owner": owner})
+    assert r.status_code == 200, r.text
+    return r.json()["data"]
+
+
+@sqlite_only
+def test_connect_registers_plays_until_max_matches_then_reuses_the_agent_and_stops_on_ctrl_c(live, tmp_path):
+    token = live.user("carol")
+    (tmp_path / "bot.py").write_text(FIRST_LEGAL)
+    broker = live.services.connected_policies().broker
+    args = ("connect", "bot.py:act", "--env", ENV, "--name", "cli-first-legal", "--refresh", "0.5")
+
+    proc = start_cli(*args, "--max-matches", "2", home=tmp_path, server=live.url, token=token)
+    try:
+        agent = poll(lambda: next(iter(owned_agents(live, "carol")), None), "the registration", proc=proc)
+        poll(lambda: broker.presence(agent["id"]), "the agent's presence", proc=proc)
+        records, _ = play(live, agent, "random", 2)
+        assert [r.termination for r in records] == ["normal", "normal"]
+        out, err = proc.communicate(timeout=30)  # --max-matches 2: it ends by itself
+    finally:
+        proc.kill() if proc.poll() is None else None
+    assert proc.returncode == 0, err
+    assert f"registered connected agent {agent['id']} (cli-first-legal, {ENV})" in out
+    assert f"done: agent {agent['id']}, 2 matches:" in out
+    assert out.count("match ") >= 2 and "connected (first)" in out
+    poll(lambda: broker.presence(agent["id"]) is None, "the presence to go")
+
+    again = start_cli(*args, home=tmp_path, server=live.url, token=token)
+    try:
+        poll(lambda: broker.presence(agent["id"]), "the second run's presence", proc=again)
+        again.send_signal(signal.SIGINT)
+        out, err = again.communicate(timeout=30)
+    finally:
+        again.kill() if again.poll() is None else None
+    assert again.returncode == 0, err
+    assert f"reusing connected agent {agent['id']}" in out and f"stopped: agent {agent['id']}, 0 matches" in out
+    assert [a["id"] for a in owned_agents(live, "carol")] == [agent["id"]]  # one agent, reused
+    poll(lambda: broker.presence(agent["id"]) is None, "the presence to go after Ctrl-C")
+
+
+@sqlite_only
+def test_connect_with_a_bad_token_exits_2_with_the_reason(live, tmp_path):
+    (tmp_path / "bot.py").write_text(FIRST_LEGAL)
+    started = time.monotonic()
+    bad = run_cli("connect", "bot.py:act", "--env", ENV, "--name", "x", home=tmp_path, server=live.url,
+                  token="stolen-or-typo", timeout=60)
+    assert bad.returncode == 2, bad.stdout
+    assert "invalid or revoked API token" in bad.stderr and "HTTP 401" in bad.stderr
+    assert time.monotonic() - started < 30  # it does not retry a refusal
+    no_env = run_cli("connect", "bot.py:act", "--name", "x", home=tmp_path, server=live.url, token="t")
+    assert no_env.returncode == 2 and "--env is required" in no_env.stderr
+
+
+def test_load_function_names_what_is_wrong(tmp_path, capsys):
+    (tmp_path / "bot.py").write_text(FIRST_LEGAL)
+    (tmp_path / "broken.py").write_text("raise ValueError('my bug')\n")
+    assert load_function(f"{tmp_path}/bot.py:act").__name__ == "act"
+    assert load_function(f"{tmp_path}/bot.py").__name__ == "act"  # the default name
+    assert load_function(f"{tmp_path}/bot.py", default=None).__name__ == "act"  # Kaggle's rule: the last one
+    for target, message in ((f"{tmp_path}/bot.py:play", "has no function 'play' (its functions: helper, act)"),
+                            (f"{tmp_path}/missing.py:act", "missing.py is not a file"),
+                            (f"{tmp_path}/broken.py:act", "ValueError: my bug")):
+        with pytest.raises(typer.Exit) as exited:
+            load_function(target)
+        assert exited.value.exit_code == 2
+        assert message in capsys.readouterr().err.replace("\n", "")
+
+
+@sqlite_only
+def test_arena_client_connect_registers_once_and_plays_in_the_background(live):
+    token = live.user("dave")
+    with ArenaClient(live.url, token=token) as arena:
+        session = arena.connect(first_legal, env=ENV, name="sdk-first-legal", encoding="json", background=True)
+        try:
+            assert session.created and session.agent["kind"] == "connected"
+            wait_online(live, session.agent_id)
+            records, _ = play(live, session.agent, "random", 3)
+            assert [r.termination for r in records] == ["normal"] * 3
+            poll(lambda: session.progress.matches == 3, "the results")
+            p = session.progress
+            assert p.wins + p.draws + p.losses == 3 and p.forfeits == 0 and p.connected
+        finally:
+            session.stop()
+        assert not session.running and session.error is None
+        again = arena.register_connected(ENV, "sdk-first-legal")
+        assert again["id"] == session.agent_id and again["created"] is False
+        with pytest.raises(ArenaHTTPError) as refused:
+            ArenaClient(live.url, token="nope").connect(first_legal, env=ENV, name="x")
+        assert refused.value.status == 401
