@@ -18,7 +18,8 @@ NICENESS = 10
 
 ProbeJob = dict[str, Any]
 """``probe_id``, ``env_id``, ``budget_env_steps``, ``eval_games``, ``seed``, ``max_bytes`` and
-the target: ``builtin`` (its catalog key) or ``weights`` (snapshot bytes) with ``spec``."""
+the target: ``builtin`` (its catalog key), ``weights`` (snapshot bytes) with ``spec``, or
+``connected`` (a connected agent's id) with its ``key``, ``redis_url`` and key ``prefix``."""
 
 
 def limit_resources() -> None:
@@ -48,11 +49,33 @@ def run_probe(job: ProbeJob, progress: Callable[[int, int], None] | None = None)
     env_id = job["env_id"]
     if "builtin" in job:
         target = make_policy(job["builtin"], env_id)
+    elif "connected" in job:  # its owner asked: every decision goes to the owner's client
+        from arena.connected.policy import ConnectedPolicies
+        from arena.runners import AgentSource
+
+        target = ActionsOnly(ConnectedPolicies(job["redis_url"], job["prefix"]).get(
+            env_id, AgentSource(key=job["key"], connected=job["connected"])))
     else:
         target = snapshot_policy(job["weights"], job["spec"], device="cpu", temperature=1.0,
                                  time_limit_s=job.get("time_limit_s", 5.0), max_bytes=job["max_bytes"])
     config = ProbeConfig(budget_env_steps=job["budget_env_steps"], eval_games=job["eval_games"], seed=job["seed"])
     return probe_exploitability(env_id, target, config, progress).to_dict()
+
+
+class ActionsOnly:
+    """A policy that judges its rows itself (a connected agent), as plain actions: a row it
+    forfeited (timeout, disconnected, invalid) becomes ``-1``, which the probe counts as a loss."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy, self.agent_id, self.weights_hash = policy, policy.agent_id, None
+
+    def act(self, obs: Any, mask: Any, rng: Any) -> Any:
+        import numpy as np
+
+        from arena.engine.guard import ILLEGAL, OK
+
+        res = self.policy.act(obs, mask, rng)
+        return np.where((res.codes == OK) | (res.codes == ILLEGAL), res.actions, -1)
 
 
 def _exit_with_parent(parent_pid: int, every_s: float = 1.0) -> None:

@@ -194,6 +194,9 @@ class ProbeService:
                          "eval_games": probe.eval_games, "seed": probe.seed, "max_bytes": settings.max_upload_bytes}
         with self.services.sessions() as session:
             agent = repo.get_agent(session, probe.agent_id)
+            if agent.kind == "connected":  # its owner asked: the probe plays its client
+                return {**job, "connected": agent.id, "key": agent.key, "redis_url": self.services.redis_url,
+                        "prefix": self.services.pool.keys.prefix}
             sha = agent.snapshot_sha256
             if sha is None:
                 return {**job, "builtin": agent.key}

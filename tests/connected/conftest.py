@@ -16,6 +16,8 @@ from arena.storage.wiring import Services, open_services
 from tests.api.helpers import RAISED_LIMITS
 from tests.client.live import LiveServer
 
+ADMIN_TOKEN = "connected-tests-admin"
+
 
 @dataclass
 class Live:
@@ -39,7 +41,7 @@ def live(tmp_path: Path, migrated_db_url: str, redis_url: str) -> Iterator[Live]
     from arena.api.app import create_app
 
     settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=migrated_db_url,
-                        redis_url=redis_url, **RAISED_LIMITS)
+                        redis_url=redis_url, admin_token=ADMIN_TOKEN, **RAISED_LIMITS)
     with open_services(settings) as services:
         server = LiveServer(create_app(services))
         try:

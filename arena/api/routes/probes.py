@@ -42,6 +42,11 @@ async def create_probe(agent_id: AgentIdPath, user: WriterDep, services: Service
             raise UnknownAgent(f"no agent with id {agent_id}")
         if not user.is_admin and (agent.owner_id is None or agent.owner_id != user.user_id):
             raise Forbidden(f"agent {agent_id} is not yours; only its owner or an admin can probe it")
+        if agent.kind == "human":
+            raise Forbidden("people are not probed")
+        if agent.kind == "connected" and agent.owner_id != user.user_id:
+            raise Forbidden(f"agent {agent_id} is a connected agent: a probe would spend its owner's compute, "
+                            "so only its owner can ask for one")
         probe, created = queue_probe(services, agent_id, user.name, budget_env_steps=body.budget_env_steps,
                                      seed=body.seed, may_exceed_budget=user.is_admin, quota=not user.is_admin)
         if not created:
