@@ -30,13 +30,17 @@ import json
 import logging
 import os
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import httpx
 
 from envs.errors import ArenaError
+
+if TYPE_CHECKING:  # the protocol client (websockets, msgpack) is imported only by connect()
+    from arena.connected.client import Progress
+    from arena.connected.session import ConnectedSession
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +229,13 @@ class ArenaClient:
             ArenaHTTPError: The server answered 4xx/5xx.
             ArenaConnectionError: The server could not be reached.
         """
+        response = self._send(method, path, **kwargs)
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One API call's successful response (errors raised as in :meth:`request`)."""
         headers = dict(kwargs.pop("headers", None) or {})
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -246,9 +257,7 @@ class ArenaClient:
             log.debug("%s %s -> %s: %s", method, response.url, response.status_code, detail)
             raise ArenaHTTPError(response.status_code, detail, method, str(response.url),
                                  _json_object(response))
-        if response.status_code == 204 or not response.content:
-            return None
-        return response.json()
+        return response
 
     def _get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params=_params(**params))
@@ -392,6 +401,96 @@ class ArenaClient:
                 )
             time.sleep(min(interval, left))
             interval = min(interval * 1.5, 5.0)
+
+    # -- connected agents ---------------------------------------------------------
+
+    def register_connected(self, env: str, name: str, role: str | None = None) -> JSON:
+        """``POST /agents/connected``: register an agent your own process plays (needs a token).
+
+        The same ``name`` (and ``role``) of the same user finds the agent made the first
+        time instead of making another.
+
+        Returns:
+            The agent (``AgentPublic``), plus ``created``: whether this call made it.
+        """
+        body: dict[str, Any] = {"env": env, "name": name}
+        if role:
+            body["role"] = role
+        response = self._send("POST", "/agents/connected", json=body)
+        return {**response.json(), "created": response.status_code == 201}
+
+    def connect(
+        self,
+        act: Callable[..., Any] | None = None,
+        *,
+        env: str,
+        name: str,
+        role: str | None = None,
+        batched: bool = False,
+        request_act: Callable[[dict], Any] | None = None,
+        text: bool = False,
+        encoding: str = "msgpack",
+        on_progress: Callable[[Progress], None] | None = None,
+        max_matches: int | None = None,
+        max_backoff_s: float = 30.0,
+        background: bool = False,
+    ) -> ConnectedSession:
+        """Register connected agent ``name`` (or reuse it) and play it with ``act``.
+
+        ::
+
+            def act(obs, mask):                      # one row: observation, legal-action mask
+                return int(mask.nonzero()[0][0])
+
+            session = arena.connect(act, env="connect_four-v3", name="first-legal")  # until Ctrl-C
+            print(session.agent["id"], session.progress.wins, session.progress.losses)
+
+        The client answers every decision batch the server sends, reconnects with
+        backoff when the connection drops, and stops when the server refuses the agent
+        for good (a bad token, someone else's agent).
+
+        Args:
+            act: ``act(obs, mask) -> int`` per row, or with ``batched=True`` (or the
+                :func:`arena.connected.batched` decorator) ``act(obs_batch, mask_batch)``
+                returning one action per row.
+            env: The env id.
+            name: The agent's name (the same name reuses the agent).
+            role: The role it plays in a role env (hider, seeker, ...).
+            batched: ``act`` takes whole batches.
+            request_act: Instead of ``act``: a function of the whole ``request`` message
+                (seats, plies, ``text``), returning one action per row.
+            text: Ask for text renderings of the observations (``request["text"]``).
+            encoding: ``msgpack`` (binary frames) or ``json`` (text frames).
+            on_progress: Called (from the playing thread) after every request and result.
+            max_matches: Stop after this many finished matches.
+            max_backoff_s: Longest wait between reconnects.
+            background: Return at once with the session playing in a daemon thread
+                (``session.stop()`` ends it); else play here until stopped or Ctrl-C.
+
+        Returns:
+            The :class:`~arena.connected.session.ConnectedSession` (``agent``, ``progress``).
+
+        Raises:
+            ArenaError: No token set.
+            ArenaHTTPError: The registration was refused (bad token, unknown env or role).
+            ConnectionRefused: (when not ``background``) the server refused the connection for good.
+        """
+        from arena.connected.client import AgentClient
+        from arena.connected.session import ConnectedSession
+
+        if not self.token:
+            raise ArenaError("connecting an agent needs your API token: run `arena user create NAME` or "
+                             "`arena login`, or set ARENA_TOKEN")
+        agent = self.register_connected(env, name, role)
+        created = bool(agent.pop("created"))
+        client = AgentClient(self.base_url, self.token, agent["id"], act, batched=batched, request_act=request_act,
+                             encoding=encoding, text=text, on_progress=on_progress, max_backoff_s=max_backoff_s,
+                             max_matches=max_matches)
+        session = ConnectedSession(agent, created, client)
+        if background:
+            return session.start()
+        session.run()
+        return session
 
     # -- ratings and matches --------------------------------------------------------
 

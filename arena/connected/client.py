@@ -36,6 +36,7 @@ from arena.connected.protocol import (
     CLOSE_UNAUTHORIZED,
     PROTOCOL_VERSION,
 )
+from envs.errors import ArenaError
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ RowAct = Callable[[np.ndarray, np.ndarray], int]
 BatchAct = Callable[[np.ndarray, np.ndarray], Any]
 
 
-class ConnectionRefused(RuntimeError):
+class ConnectionRefused(ArenaError, RuntimeError):
     """The server refused the agent for good (the message says why)."""
 
 
@@ -98,7 +99,8 @@ class AgentClient:
         token: The owner's API token.
         agent_id: The connected agent's id.
         act: The decision function (per row, or batched with ``batched=True``).
-        batched: ``act`` takes whole batches.
+        batched: ``act`` takes whole batches (also when ``act`` is marked with
+            :func:`arena.connected.batched`).
         request_act: Instead of ``act``, a function of the whole request message
             (adapters that need the seats or plies, e.g. Kaggle agents).
         encoding: ``msgpack`` (binary frames) or ``json``.
@@ -118,7 +120,8 @@ class AgentClient:
         self.url = ("wss://" + base[8:] if base.startswith("https://") else "ws://" + base.split("://", 1)[-1])
         self.url += f"/api/v1/agents/{int(agent_id)}/connect"
         self.token, self.agent_id = token, agent_id
-        self.act, self.batched, self.request_act = act, batched, request_act
+        self.act, self.request_act = act, request_act
+        self.batched = batched or bool(getattr(act, "arena_batched", False))  # @arena.connected.batched
         self.encoding, self.text = encoding, text
         self.on_progress = on_progress
         self.max_backoff_s = max_backoff_s
@@ -148,6 +151,8 @@ class AgentClient:
                 log.info("connection lost (%s); reconnecting in %.1fs", self.progress.last_error, backoff)
             self.progress.connected = False
             self._notify()
+            if self._stop.is_set() or self._done():
+                break
             if self._stop.wait(backoff * (0.5 + random.random())):
                 break
             backoff = min(self.max_backoff_s, backoff * 2)
@@ -217,7 +222,11 @@ class AgentClient:
     def _answer(self, request: dict[str, Any]) -> list[int | None]:
         k = len(request["matches"])
         if self.request_act is not None:
-            return _clean(self.request_act(request), k)
+            try:
+                return _clean(self.request_act(request), k)
+            except Exception:  # only these rows forfeit; the connection stays up
+                log.exception("request_act raised on a request of %d rows", k)
+                return [None] * k
         obs, mask = unpack_array(request["obs"]), unpack_array(request["mask"]).astype(bool)
         if self.batched:
             try:

@@ -1,7 +1,8 @@
 """Kaggle ConnectX agents, unchanged, as connected agents (arena.connected.kaggle).
 
 The agents are the ones kaggle-environments ships (``negamax`` and ``random`` in
-kaggle_environments/envs/connectx/connectx.py); the package is in the ``dev`` extra.
+kaggle_environments/envs/connectx/connectx.py); the package is in the ``dev`` extra
+(pinned to 1.12.0, whose dependencies fit ours: docs/connected.md says why).
 """
 
 from __future__ import annotations
