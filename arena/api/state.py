@@ -24,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 
 from arena.api.limits import Limits
 from arena.read.boards import BoardCache, VersionedCache
+from arena.read.frames import FrameCache
 from arena.snapshots.cache import SnapshotCache
 from arena.storage.db import repositories as repo
 from arena.storage.db.repositories.dialect import dialect_name
@@ -122,6 +123,7 @@ class ApiState:
         payoffs: Payoff matrices by (env, role, top).
         pages: Rendered leaderboard and match-history pages.
         agent_ids: Agent ids by (env, key), for match listings.
+        frames: Re-simulated replay frames of recently viewed matches.
         fresh_s: How old served data may be (``ARENA_PAGE_CACHE_S``).
         limits: Rate limits and quotas (:mod:`arena.api.limits`).
         newest_match_seq: The newest match seq a read has returned. Every match with
@@ -137,6 +139,7 @@ class ApiState:
     )
     pages: PageCache = field(default_factory=PageCache)
     agent_ids: AgentIds = field(default_factory=AgentIds)
+    frames: FrameCache = field(default_factory=FrameCache)
     fresh_s: float = field(init=False)
     limits: Limits = field(init=False)
     newest_match_seq: int = 0

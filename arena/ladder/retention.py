@@ -1,10 +1,16 @@
-"""Replay retention on the service's clock: old, never-opened replays lose their moves.
+"""Replay retention on the service's clock: old replays nobody kept lose their moves.
 
 ``ARENA_REPLAY_RETENTION_DAYS`` (default 30; 0 keeps everything). Every
 ``every_s`` the service empties the action lists of matches older than the retention
-that nobody opened (:func:`arena.storage.db.repositories.drop_old_replays`), a bounded
-chunk per transaction, walking the log by seq from a watermark. Results, seats,
-seeds and rating events are kept, so ``arena ratings rebuild`` still equals live.
+(:func:`arena.storage.db.repositories.drop_old_replays`), a bounded chunk per
+transaction, walking the log by seq from a watermark. It keeps what no crawler can
+forge: replays an owner of one of the match's agents opened with its token (reads
+without one write nothing, :mod:`arena.read.replays`), and the matches the site links,
+decided here from stored data: the first match of each phase in a league timeline and
+the newest ``recent`` matches of every agent (its page) and every env (its board's
+page). Unrated matches get no exception: users can play them by the thousand.
+Results, seats, seeds and rating events are kept, so ``arena ratings rebuild`` still
+equals live.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
+from arena.storage.db.repositories.retention import SITE_RECENT_MATCHES
 from arena.storage.retry import retry_transient
 
 log = logging.getLogger(__name__)
@@ -27,17 +34,19 @@ class ReplayRetention:
 
     Args:
         sessions: The database.
-        days: Replays older than this many days (and never opened) are dropped; 0 disables.
+        days: Replays older than this many days (and not kept) are dropped; 0 disables.
         every_s: Seconds between passes (:meth:`due`).
         chunk: Matches looked at per transaction.
+        recent: Newest matches of each agent and each env that are kept (the site links them).
     """
 
     def __init__(self, sessions: sessionmaker[Session], days: float, every_s: float = 300.0,
-                 chunk: int = 10_000) -> None:
+                 chunk: int = 10_000, recent: int = SITE_RECENT_MATCHES) -> None:
         self.sessions = sessions
         self.days = days
         self.every_s = every_s
         self.chunk = chunk
+        self.recent = recent
         self.watermark = 0
         self._last_pass: float | None = None
 
@@ -68,5 +77,5 @@ class ReplayRetention:
 
     def _chunk(self, cutoff: datetime) -> int:
         with self.sessions.begin() as session:
-            n, self.watermark = repo.drop_old_replays(session, cutoff, self.watermark, self.chunk)
+            n, self.watermark = repo.drop_old_replays(session, cutoff, self.watermark, self.chunk, self.recent)
         return n

@@ -16,12 +16,16 @@ every intermediate position:
   (:mod:`arena.read.grid_frames`).
 * Anything else has no visual replay (``{"kind": "none"}``).
 
-The functions here are pure: a record in, plain JSON-ready dicts out.
+The functions here are pure: a record in, plain JSON-ready dicts out. :class:`FrameCache`
+keeps the frames of recently viewed matches (the API holds one, ``ApiState.frames``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -62,6 +66,44 @@ def match_frames(record: MatchRecord) -> dict[str, Any]:
         log.warning("cannot build replay frames of match %s: %s", record.match_id, exc)
         return {"kind": "none", "reason": f"the record cannot be re-played: {exc}"}
     return {"kind": "none", "reason": f"{record.env} has no visual replay"}
+
+
+class FrameCache:
+    """Frames of recently viewed matches, so a repeated request does not re-simulate.
+
+    In-process and bounded (least recently used dropped first past ``max_entries``).
+    Keyed by the match id and a digest of its whole record, so a record that changed
+    (retention emptied its actions) never gets the frames of what it was. Callers
+    must not modify the returned dicts: they are shared.
+
+    Attributes:
+        hits: Requests answered from the cache.
+        misses: Requests that re-simulated the match.
+    """
+
+    def __init__(self, max_entries: int = 32) -> None:
+        self.max_entries = max_entries
+        self.hits = 0
+        self.misses = 0
+        self._frames: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self._lock = threading.Lock()  # sync handlers run on worker threads
+
+    def frames(self, record: MatchRecord) -> dict[str, Any]:
+        """:func:`match_frames` of ``record``, from the cache when it was built before."""
+        key = (record.match_id, hashlib.sha256(record.to_json().encode()).hexdigest())
+        with self._lock:
+            cached = self._frames.get(key)
+            if cached is not None:
+                self._frames.move_to_end(key)
+                self.hits += 1
+                return cached
+        built = match_frames(record)  # outside the lock: a slow replay holds up no other request
+        with self._lock:
+            self.misses += 1
+            self._frames[key] = built
+            while len(self._frames) > self.max_entries:
+                self._frames.popitem(last=False)
+        return built
 
 
 def board_frames(record: MatchRecord) -> dict[str, Any]:

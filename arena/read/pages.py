@@ -22,6 +22,7 @@ from arena.read import boards
 from arena.read.evaluation import agent_seats_data, probe_public, seats_data
 from arena.read.summaries import policy_format, rating_public
 from arena.storage.db import repositories as repo
+from arena.storage.db.repositories.retention import SITE_RECENT_MATCHES
 from envs.registry import get_spec, list_envs
 from envs.spec import EnvSpec
 from league.rating_book import DEFAULT_TARGET_SIGMA
@@ -125,7 +126,7 @@ def agent_data(session: Session, agent_id: int) -> dict[str, Any] | None:
         rating_public(r, agent.status, rating_env)
         for r in (stored.get((agent_id, role)) for role in dict.fromkeys(spec.roles)) if r is not None
     ]
-    recent = repo.match_history(session, agent_id=agent_id, limit=20).matches
+    recent = repo.match_history(session, agent_id=agent_id, limit=SITE_RECENT_MATCHES).matches  # kept replays
     sha = agent.snapshot_sha256
     return {
         "id": agent.id, "key": agent.key, "name": agent.name, "env": agent.env_id,

@@ -1,4 +1,4 @@
-"""The web pages (server-rendered Jinja2) and the replay-frames endpoint.
+"""The web pages (server-rendered Jinja2); their JSON lives in :mod:`arena.api.routes`.
 
 ``web_router()`` returns an :class:`~fastapi.APIRouter` the API app includes with
 ``app.include_router(web_router())``. It carries the ``/static`` mount, so nothing
@@ -18,16 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 
-from arena.api.errors import error_responses
 from arena.api.routes import API_PREFIX
-from arena.api.schemas import MAX_ID, LeagueTimelinePublic
+from arena.api.schemas import MAX_ID
 from arena.api.state import ApiState
 from arena.read.frames import match_frames
 from arena.read.leagues import league_page_data, leagues_of
@@ -41,7 +40,7 @@ from arena.read.pages import (
     recent_matches,
     waiting_data,
 )
-from arena.read.replays import open_replay
+from arena.read.replays import view_replay
 from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
 from arena.web.filters import FILTERS
@@ -101,7 +100,7 @@ LeagueIdPath = Annotated[int, PathParam(ge=1, le=MAX_ID, description="League id.
 
 
 def web_router() -> APIRouter:
-    """The pages, the ``/static`` files and ``GET /api/v1/matches/{id}/frames``."""
+    """The pages and the ``/static`` files (the JSON they call is :func:`arena.api.routes.api_router`'s)."""
     router = APIRouter()
     templates = make_templates()
     router.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
@@ -150,21 +149,6 @@ def web_router() -> APIRouter:
             return not_found(request, f"league {league_id}")
         return page(request, "league.html", title=f"League {data['name']}", league=data)
 
-    @router.get(f"{API_PREFIX}/leagues/{{league_id}}/timeline", tags=["leagues"], response_model=LeagueTimelinePublic,
-                summary="Strategy timeline of a training league", responses=error_responses(404, 422))
-    def timeline(league_id: LeagueIdPath, session: SessionDep) -> dict[str, Any]:
-        """Phase rates and ratings per generation, and the first match of each phase.
-
-        ``{"id", "name", "env_id", "phases", "roles", "rows": [{"generation",
-        "episodes", "rates": {phase: rate}, "ratings": {role: [mu, sigma]}, "firsts"}],
-        "firsts": [{"phase", "generation", "match_id"}]}``.
-        """
-        data = league_page_data(session, league_id)
-        if data is None:
-            raise HTTPException(status_code=404, detail=f"no league with id {league_id}")
-        keep = ("id", "name", "env_id", "phases", "roles", "rows", "firsts")
-        return {k: data[k] for k in keep}
-
     @router.get("/agents/{agent_id}", response_class=HTMLResponse, include_in_schema=False)
     def agent(request: Request, agent_id: int, session: SessionDep) -> HTMLResponse:
         data = agent_data(session, agent_id)
@@ -185,31 +169,13 @@ def web_router() -> APIRouter:
         if data is None:
             return not_found(request, f"match {match_id}")
         stored = repo.get_match(session, match_id)
+        state = _api_state(request)
         try:
-            open_replay(session, app_sessions(request), stored)
-            frames = match_frames(stored.to_record())
+            view_replay(session, app_sessions(request), stored)  # anonymous: writes nothing
+            record = stored.to_record()
+            frames = match_frames(record) if state is None else state.frames.frames(record)
         except ReplayNotKept as exc:
             frames = {"kind": "none", "reason": str(exc)}
         return page(request, "match.html", title=f"Match {data['seq']}", match=data, frames=frames)
-
-    @router.get(f"{API_PREFIX}/matches/{{match_id}}/frames", tags=["matches"],
-                summary="Replay frames of a match", responses=error_responses(404))
-    def frames(request: Request, match_id: str, session: SessionDep) -> dict[str, Any]:
-        """Every position of a match, re-simulated from its record, for drawing it.
-
-        Board games: ``{"kind": "board", "rows", "cols", "frames", "moves", "seats",
-        "winner", "termination"}`` with ``frames[i][row][col]`` 0 (empty) or
-        ``seat + 1``. Hide and seek: ``{"kind": "grid", "size", "walls", "doors",
-        "frames": [{"step", "prep", "agents", "boxes", "ramps", "sight"}], "phases",
-        ...}`` (see :func:`arena.read.grid_frames.grid_frames`).
-        ``simple_tag``: ``{"kind": "particles", "frames": [{"step",
-        "entities": [{"name", "x", "y", "size", "role"}]}], "bounds", ...}``. Other
-        envs: ``{"kind": "none", "reason"}``.
-        """
-        stored = repo.get_match(session, match_id)
-        if stored is None:
-            raise HTTPException(status_code=404, detail=f"no match with id {match_id!r}")
-        open_replay(session, app_sessions(request), stored)
-        return match_frames(stored.to_record())
 
     return router

@@ -1,4 +1,10 @@
-"""Replay retention: old, never-opened replays lose their moves; results and rebuild stay."""
+"""Replay retention: old replays nobody kept lose their moves; results and rebuild stay.
+
+Kept are what no crawler can forge (issue 20): replays an owner of one of the match's
+agents opened with its token, and what the site links (a league timeline's firsts, the
+newest matches of every agent and env). Anonymous views and other users' views keep
+nothing.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from arena.api import create_app
+from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.ladder.recorder import rebuild_ratings
 from arena.ladder.retention import ReplayRetention
@@ -17,8 +24,9 @@ from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
 from arena.storage.wiring import open_services
+from tests.api.helpers import API, ENV, auth, checkpoint, new_user, upload
 
-ENV = "connect_four-v3"
+RECENT = 2  # newest matches of each agent and env that the site links (20 in the service)
 
 
 @pytest.fixture
@@ -28,34 +36,67 @@ def services(migrated_db_url, redis_url, tmp_path: Path):
         yield svc
 
 
-def test_retention_drops_unopened_replays_keeps_results_and_rebuild_equals_live(services):
+def _validated_agent(client: TestClient, services, token: str) -> int:
+    """A submission of the user of ``token``, through validation (its first, unrated matches)."""
+    weights, spec, _ = checkpoint(seed=1)
+    agent = upload(client, token, weights, spec, name="kept").json()
+    service = BackgroundService(services, InProcessRunner(services.snapshot_cache_factory()()),
+                                ServiceConfig(envs=(ENV,)))
+    service.process_submissions()
+    service.stop()
+    return agent["id"]
+
+
+def _site_linked(services, agent_ids: list[int]) -> set[int]:
+    with services.sessions() as session:
+        newest = {m.seq for a in agent_ids for m in repo.match_history(session, agent_id=a, limit=RECENT).matches}
+        newest |= {m.seq for m in repo.match_history(session, env_id=ENV, limit=RECENT).matches}
+    return newest
+
+
+def test_retention_keeps_owner_views_and_site_links_drops_the_rest_and_rebuild_equals_live(services):
     ladder = open_ladder(services.sessions, LadderConfig(ENV, batch_size=100, seed=5))
     ladder.add_agents([AgentSource(key=k, builtin=k) for k in ("heuristic", "heuristic:epsilon=0.3", "random")])
     ladder.run(InProcessRunner(), 200)
     with services.sessions() as session:
-        old = repo.match_history(session, env_id=ENV, limit=500).matches
+        old = repo.match_history(session, env_id=ENV, limit=500).matches[::-1]  # oldest first
     assert len(old) == 200
     with TestClient(create_app(services)) as client:
-        opened = old[7].id
-        assert client.get(f"/api/v1/matches/{opened}").status_code == 200  # opened: kept from now on
-        retention = ReplayRetention(services.sessions, days=30, chunk=64)
+        ada, bob = new_user(client, "ada"), new_user(client, "bob")
+        agent_id = _validated_agent(client, services, ada)
+        with services.sessions() as session:
+            validation = repo.match_history(session, agent_id=agent_id, limit=50).matches[::-1]
+        assert len(validation) > RECENT  # its oldest ones are kept only if its owner opens them
+        owned = validation[0].id
+        assert client.get(f"{API}/matches/{owned}", headers=auth(ada)).status_code == 200  # the owner: kept
+        assert client.get(f"{API}/matches/{validation[1].id}", headers=auth(bob)).status_code == 200  # not bob's
+        assert client.get(f"{API}/matches/{old[7].id}").status_code == 200  # anonymous: keeps nothing
+        assert client.get(f"{API}/matches/{old[7].id}/frames").status_code == 200
+        assert client.get(f"/matches/{old[7].id}").status_code == 200
+        with services.sessions.begin() as session:
+            league = repo.create_league(session, "timeline", ENV, {})
+            repo.replace_generations(session, league, [{"generation": 0, "episodes": 1, "phase_rates": {},
+                                                        "ratings": {}, "first_matches": {"fort": old[9].id}}])
+
+        retention = ReplayRetention(services.sessions, days=30, chunk=64, recent=RECENT)
         assert retention.run(0.0, wall=utcnow() - timedelta(days=1)) == 0  # nothing is old yet
-        ladder.run(InProcessRunner(), 100)  # newer matches than the cutoff below
         with services.sessions() as session:
             newest = repo.match_history(session, env_id=ENV, limit=1).matches[0]
-        cutoff_wall = newest.created_at + timedelta(days=30)  # everything but the newest batch is old
-        dropped = retention.run(1.0, wall=cutoff_wall)
-        assert 199 <= dropped < 300
-        assert retention.run(2.0, wall=cutoff_wall) == 0  # the watermark: nothing twice
+            agent_ids = [a.id for a in repo.list_agents(session, ENV)]
+        kept = _site_linked(services, agent_ids) | {validation[0].seq, old[9].seq}
+        dropped = retention.run(1.0, wall=newest.created_at + timedelta(days=30, seconds=1))  # all of it is old
+        assert retention.run(2.0, wall=newest.created_at + timedelta(days=31)) == 0  # the watermark: nothing twice
         with services.sessions() as session:
-            stored = {m.id: m for m in repo.get_matches(session, [m.id for m in old])}
-            total = repo.count_matches(session, ENV)
-        assert total == 300
-        assert stored[opened].actions and all(not m.actions for k, m in stored.items() if k != opened)
-        assert all(m.winner == o.winner and m.scores == o.scores for o in old for m in [stored[o.id]])
-        gone = client.get(f"/api/v1/matches/{old[0].id}")
-        assert gone.status_code == 410 and "not kept" in gone.json()["detail"]
-        assert client.get(f"/api/v1/matches/{opened}").status_code == 200
-        assert client.get(f"/matches/{old[0].id}").status_code == 200  # the page says why, no moves
+            every = repo.match_history(session, env_id=ENV, limit=500).matches
+            stored = {m.id: m for m in repo.get_matches(session, [m.id for m in every])}
+        assert dropped == len(every) - len(kept)
+        assert {m.seq for m in stored.values() if m.actions} == kept
+        assert all(m.winner is not None or m.scores for m in stored.values())  # results stay
+        for gone in (old[7].id, validation[1].id):  # viewed anonymously, viewed by someone else
+            answer = client.get(f"{API}/matches/{gone}")
+            assert answer.status_code == 410 and "not kept" in answer.json()["detail"]
+        assert client.get(f"{API}/matches/{owned}").status_code == 200
+        assert client.get(f"{API}/matches/{old[9].id}").status_code == 200  # a league timeline links it
+        assert client.get(f"/matches/{old[7].id}").status_code == 200  # the page says why, no moves
     report = rebuild_ratings(services.sessions, ladder.spec)
-    assert report.matches == 300 and report.equal, report.mismatches
+    assert report.equal, report.mismatches

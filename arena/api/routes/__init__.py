@@ -10,6 +10,7 @@ from arena.api.routes import (
     envs,
     health,
     leaderboard,
+    leagues,
     matches,
     probes,
     users,
@@ -21,6 +22,7 @@ API_PREFIX = "/api/v1"
 def api_router() -> APIRouter:
     """Every JSON endpoint, mounted under :data:`API_PREFIX`."""
     router = APIRouter(prefix=API_PREFIX)
-    for module in (health, users, envs, connected, agents, probes, leaderboard, matches, challenges, admin):
+    for module in (health, users, envs, connected, agents, probes, leaderboard, matches, leagues, challenges,
+                   admin):
         router.include_router(module.router)
     return router

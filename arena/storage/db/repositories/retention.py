@@ -1,7 +1,10 @@
-"""Replay retention: the action lists of old matches nobody opened are emptied (migration 0006).
+"""Replay retention: the action lists of old matches nobody kept are emptied (migration 0007).
 
 A match keeps its seed, seats, scores, result and rating events forever (ratings are
-rebuilt from those); only its ``actions`` go, and ``replay_dropped`` says so. Scans go
+rebuilt from those); only its ``actions`` go, and ``replay_dropped`` says so. Kept are
+the replays an owner of one of the match's agents opened (``replay_requested``, set
+only by such a view: anonymous reads write nothing) and those the site links
+(:func:`site_linked`), which are decided at retention time from stored data. Scans go
 by ``seq`` (the primary key) from a watermark, never over ``created_at`` (no index).
 """
 
@@ -13,7 +16,8 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from arena.storage.db.models import Match
+from arena.storage.db.models import LeagueGeneration, Match, MatchParticipant
+from arena.storage.db.repositories.dialect import chunks
 
 
 @dataclass(frozen=True)
@@ -38,15 +42,21 @@ def mark_replay_requested(session: Session, match_id: str) -> bool:
     return bool(session.execute(stmt).rowcount)
 
 
+SITE_RECENT_MATCHES = 20
+"""Newest matches of each agent (its page lists them) and of each env kept past retention."""
+
+
 def drop_old_replays(session: Session, created_before: datetime, after_seq: int = 0,
-                     limit: int = 10_000) -> tuple[int, int]:
-    """Empty the action lists of up to ``limit`` matches (by seq) created before ``created_before``.
+                     limit: int = 10_000, recent: int = SITE_RECENT_MATCHES) -> tuple[int, int]:
+    """Empty the action lists of up to ``limit`` matches (by seq) created before ``created_before``,
+    except those an owner kept and those the site links (:func:`site_linked`).
 
     Args:
         session: The transaction.
         created_before: Matches created at or after this keep their replays.
         after_seq: Watermark: matches up to this seq were handled by an earlier call.
         limit: Most matches looked at in one call (one bounded transaction).
+        recent: How many of each agent's and each env's newest matches the site links.
 
     Returns:
         ``(dropped, watermark)``: how many replays were dropped, and the seq to pass as
@@ -61,8 +71,34 @@ def drop_old_replays(session: Session, created_before: datetime, after_seq: int 
         through = seq
     if through == after_seq:
         return 0, after_seq
-    stmt = (update(Match)
-            .where(Match.seq > after_seq, Match.seq <= through, Match.replay_requested.is_(False),
-                   Match.replay_dropped.is_(False))
-            .values(actions=[], replay_dropped=True))
-    return session.execute(stmt).rowcount or 0, through
+    candidates = dict(session.execute(
+        select(Match.seq, Match.id).where(Match.seq > after_seq, Match.seq <= through,
+                                          Match.replay_requested.is_(False), Match.replay_dropped.is_(False))).all())
+    kept = site_linked(session, candidates, after_seq, through, recent)
+    drop = [seq for seq in candidates if seq not in kept]
+    for part in chunks(drop):
+        session.execute(update(Match).where(Match.seq.in_(part)).values(actions=[], replay_dropped=True))
+    return len(drop), through
+
+
+def site_linked(session: Session, candidates: dict[int, str], after_seq: int, through: int,
+                recent: int) -> set[int]:
+    """The seqs among ``candidates`` (``{seq: match id}`` in ``(after_seq, through]``) that the
+    site links: the first match of a phase in a league timeline, and the ``recent`` newest
+    matches of an agent (its page) or of an env (its leaderboard page).
+
+    Decided from stored data alone, so nobody's reads can add to it.
+    """
+    firsts = {match_id for (first,) in session.execute(select(LeagueGeneration.first_matches))
+              for match_id in (first or {}).values()}
+    linked = {seq for seq, match_id in candidates.items() if match_id in firsts}
+    agents = session.execute(select(MatchParticipant.agent_id).distinct()
+                             .where(MatchParticipant.match_seq > after_seq, MatchParticipant.match_seq <= through))
+    for (agent_id,) in agents:
+        linked.update(session.execute(select(MatchParticipant.match_seq).where(MatchParticipant.agent_id == agent_id)
+                                      .order_by(MatchParticipant.match_seq.desc()).limit(recent)).scalars())
+    envs = session.execute(select(Match.env_id).distinct().where(Match.seq > after_seq, Match.seq <= through))
+    for (env_id,) in envs:
+        linked.update(session.execute(select(Match.seq).where(Match.env_id == env_id)
+                                      .order_by(Match.seq.desc()).limit(recent)).scalars())
+    return linked & candidates.keys()

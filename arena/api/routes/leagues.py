@@ -1,0 +1,31 @@
+"""``/leagues``: a training league's strategy timeline (the data of its web page)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Path
+
+from arena.api.deps import SessionDep
+from arena.api.errors import error_responses
+from arena.api.schemas import MAX_ID, LeagueTimelinePublic
+from arena.read.leagues import league_page_data
+
+router = APIRouter(tags=["leagues"])
+LeagueIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="League id.")]
+TIMELINE_KEYS = ("id", "name", "env_id", "phases", "roles", "rows", "firsts")
+
+
+@router.get("/leagues/{league_id}/timeline", response_model=LeagueTimelinePublic,
+            summary="Strategy timeline of a training league", responses=error_responses(404, 422))
+def timeline(league_id: LeagueIdPath, session: SessionDep) -> dict[str, Any]:
+    """Phase rates and ratings per generation, and the first match of each phase.
+
+    ``{"id", "name", "env_id", "phases", "roles", "rows": [{"generation",
+    "episodes", "rates": {phase: rate}, "ratings": {role: [mu, sigma]}, "firsts"}],
+    "firsts": [{"phase", "generation", "match_id"}]}``.
+    """
+    data = league_page_data(session, league_id)
+    if data is None:
+        raise HTTPException(status_code=404, detail=f"no league with id {league_id}")
+    return {k: data[k] for k in TIMELINE_KEYS}
