@@ -224,14 +224,20 @@ class Connection:
             answer = parse_answer(message, sent.rows)
             envelope = reply_envelope(request_id, actions=answer.actions)
         except ProtocolError as exc:
-            envelope = reply_envelope(request_id, error=str(exc))
-            await self._push(reply_key, envelope)
+            await self._push(reply_key, reply_envelope(request_id, error=str(exc)), sent.expires)
             raise
-        await self._push(reply_key, envelope)
+        await self._push(reply_key, envelope, sent.expires)
         self.answered += 1
 
-    async def _push(self, key: str, envelope: bytes) -> None:
-        pipe = self.client.pipeline(transaction=False)
+    async def _push(self, key: str, envelope: bytes, expires: float) -> None:
+        """Hand the reply to the engine that waits for it (a late one is dropped)."""
+        left = expires - time.time()
+        if left <= 0:
+            return  # the engine stopped waiting: nobody would read it
+        if left > 1.0:  # the engine is blocked on this list and pops it at once
+            await self.client.rpush(key, envelope)
+            return
+        pipe = self.client.pipeline(transaction=False)  # it may give up first: let it expire
         pipe.rpush(key, envelope)
         pipe.expire(key, int(REPLY_TTL_S))
         await pipe.execute()

@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 DISCONNECTED = TERMINATION_CODE[Termination.DISCONNECTED]
 POLL_S = 0.25
 """How often a wait for an answer looks at the agent's presence."""
+PRESENCE_FRESH_S = 1.0
+"""How long a presence read from Redis is trusted before it is read again."""
 
 
 class ConnectedPolicy:
@@ -67,6 +69,7 @@ class ConnectedPolicy:
         self._lock = threading.Lock()
         self._match_of: dict[int, str] = {}
         self._bank: dict[str, float] = {}
+        self._presence: tuple[float, Presence] | None = None
 
     # -- the engine's hooks ---------------------------------------------------------------
     def bind_matches(self, jobs: Iterable[MatchJob]) -> None:
@@ -136,10 +139,17 @@ class ConnectedPolicy:
         return _judge(reply.get("actions"), mask, banks, self.agent_id)
 
     def _await_presence(self) -> Presence | None:
-        """The agent's connection, waiting up to the grace for one that just dropped."""
+        """The agent's connection, waiting up to the grace for one that just dropped.
+
+        A presence seen in the last :data:`PRESENCE_FRESH_S` is trusted without asking
+        Redis again (a drop after it is noticed while waiting for the answer)."""
+        cached = self._presence
+        if cached is not None and time.monotonic() - cached[0] < PRESENCE_FRESH_S:
+            return cached[1]
         give_up = time.monotonic() + self.clock.grace_s
         while True:
             presence = self.broker.presence(self.db_id)
+            self._presence = None if presence is None else (time.monotonic(), presence)
             if presence is not None or time.monotonic() >= give_up:
                 return presence
             time.sleep(min(POLL_S, max(0.0, give_up - time.monotonic())))
@@ -157,6 +167,7 @@ class ConnectedPolicy:
             if reply is not None:
                 return reply, ""
             if self.broker.presence(self.db_id) is None:
+                self._presence = None
                 offline_since = offline_since or time.monotonic()
                 if time.monotonic() - offline_since >= self.clock.grace_s:
                     self.broker.cancel(request_id)
