@@ -109,7 +109,8 @@ def connect(
         if batched:
             fail("--kaggle agents answer one observation at a time; drop --batched")
         env = kaggle_env
-        request_act = adapter(load_function(target, default=None))
+        fn = load_function(target, default=None)
+        request_act = adapter(fn)
     else:
         if not env:
             fail("--env is required, e.g. --env connect_four-v3 (`arena envs` lists them)")
@@ -125,7 +126,7 @@ def connect(
         agent = session.agent
         verb = "registered" if session.created else "reusing"
         console.print(f"{verb} connected agent [bold]{agent['id']}[/] ({agent['name']}, {agent['env']}); "
-                      f"playing as `{getattr(act or request_act, '__name__', 'agent')}`, Ctrl-C stops")
+                      f"playing as `{getattr(fn, '__name__', 'agent')}`, Ctrl-C stops")
         stopped = _follow(client, session, refresh)
     progress = session.progress
     summary = (f"{progress.matches} matches: {progress.wins} won, {progress.draws} drawn, {progress.losses} lost"

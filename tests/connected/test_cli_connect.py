@@ -146,3 +146,36 @@ def test_arena_client_connect_registers_once_and_plays_in_the_background(live):
         with pytest.raises(ArenaHTTPError) as refused:
             ArenaClient(live.url, token="nope").connect(first_legal, env=ENV, name="x")
         assert refused.value.status == 401
+
+
+KAGGLE_AGENT = textwrap.dedent("""
+    def helper(board):
+        return [c for c in range(7) if board[c] == 0]
+
+    def my_agent(observation, configuration):  # Kaggle's signature; the file's last function
+        assert observation.mark in (1, 2) and configuration["inarow"] == 4
+        return helper(observation.board)[-1]
+""")
+
+
+@sqlite_only
+def test_connect_kaggle_connectx_plays_the_files_last_function(live, tmp_path):
+    token = live.user("erin")
+    (tmp_path / "main.py").write_text(KAGGLE_AGENT)
+    broker = live.services.connected_policies().broker
+    proc = start_cli("connect", "main.py", "--kaggle", "connectx", "--name", "kaggle-bot", "--max-matches", "2",
+                     home=tmp_path, server=live.url, token=token)
+    try:
+        agent = poll(lambda: next(iter(owned_agents(live, "erin")), None), "the registration", proc=proc)
+        assert agent["env"] == ENV
+        poll(lambda: broker.presence(agent["id"]), "the agent's presence", proc=proc)
+        records, _ = play(live, agent, "random", 2)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill() if proc.poll() is None else None
+    assert [r.termination for r in records] == ["normal", "normal"]  # both seats answered legally
+    assert proc.returncode == 0, err
+    assert "playing as `my_agent`" in out and f"done: agent {agent['id']}, 2 matches" in out
+    wrong = run_cli("connect", "main.py", "--kaggle", "connectx", "--env", "tictactoe-v3", "--name", "k",
+                    home=tmp_path, server=live.url, token=token)
+    assert wrong.returncode == 2 and "plays connect_four-v3, not tictactoe-v3" in wrong.stderr
