@@ -20,6 +20,8 @@ ladder_app = typer.Typer(help="Rated ladders persisted in the database.", no_arg
 ratings_app = typer.Typer(help="Ratings derived from the match log.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 
+WS_MAX_BYTES = 1024 * 1024
+"""Largest WebSocket message uvicorn reads (connected agents' frames are checked at 64 KiB)."""
 DEFAULT_LADDER = ("heuristic,heuristic:epsilon=0.1,heuristic:epsilon=0.25,heuristic:epsilon=0.5,"
                   "heuristic:epsilon=0.75,random")
 
@@ -120,7 +122,8 @@ def _runner(workers: int, services):
 
     init_ray(services.settings)
     return RayMatchRunner(workers, snapshots_factory=services.snapshot_cache_factory(),
-                          gpus_per_worker=services.settings.ray_gpus_per_worker)
+                          gpus_per_worker=services.settings.ray_gpus_per_worker,
+                          connected=services.connected_policies())
 
 
 def leaderboard(
@@ -227,7 +230,8 @@ def serve(
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
             try:
                 uvicorn.run(create_app(services), host=host or settings.host, port=port or settings.port,
-                            log_level="warning", log_config=None)  # our handler and format
+                            log_level="warning", log_config=None,  # our handler and format
+                            ws_max_size=WS_MAX_BYTES)
             finally:
                 if probes is not None:
                     probes.stop()
