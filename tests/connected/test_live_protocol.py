@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 
 from agents.baselines import HEURISTICS
 from agents.catalog import make_policy
@@ -73,3 +74,28 @@ def test_offline_agent_forfeits_disconnected(live):
         records = engine.play(ENV, jobs, {agent["key"]: policy, "random": make_policy("random", ENV)})
     assert [r.termination for r in records] == ["disconnected", "disconnected"]
     assert all(r.seats[r.forfeit_seat] == agent["key"] for r in records)
+
+
+@pytest.mark.ray
+@pytest.mark.xdist_group("ray")
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the database plays no part here
+def test_a_ray_worker_asks_a_connected_agent_like_the_service_does(live, run_client, ray_cluster):
+    from arena.runners import InProcessRunner, MatchBatch
+    from arena.runners.on_ray import RayMatchRunner
+
+    token = live.user("ray-user")
+    agent = live.connected_agent(token, "over-ray")
+    run_client(live.url, token, agent["id"], first_legal)
+    wait_online(live, agent["id"])
+    jobs = plan_matches([agent["key"], "random"], get_spec(ENV), 16, seed=4)
+    sources = {agent["key"]: AgentSource(agent["key"], connected=agent["id"]),
+               "random": AgentSource("random", builtin="random")}
+    batch = MatchBatch(ENV, jobs, sources)
+    runner = RayMatchRunner(num_workers=1, connected=live.services.connected_policies())
+    try:
+        [(_, on_ray)] = list(runner.run([batch]))
+    finally:
+        runner.close()
+    [(_, local)] = list(InProcessRunner(None, live.services.connected_policies()).run([batch]))
+    assert {r.termination for r in on_ray} == {"normal"}
+    assert [(r.match_id, r.actions) for r in on_ray] == [(r.match_id, r.actions) for r in local]
