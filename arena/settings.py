@@ -31,6 +31,8 @@ Every field has a default that works on a fresh machine::
     ARENA_CLIENT_WRITES_PER_MINUTE    600 writes per client address
     ARENA_CHALLENGE_MATCHES_PER_HOUR  2000 challenge matches per user
     ARENA_CHALLENGES_IN_FLIGHT        2 challenges per user at a time
+    ARENA_CONNECTED_PER_USER          16 live connected-agent sockets per user (per API process)
+    ARENA_CONNECTED_SOCKETS_PER_ADDRESS  64 open agent sockets per client address (per API process)
     (a limit of 0 turns it off; the admin token is never limited)
     ARENA_TRICKLE_MATCHES_PER_S  1 rated match/s per env once its board has settled
     ARENA_LADDER_SETTLE       true (false: ladders play flat out forever, the old way)
@@ -137,6 +139,13 @@ class Settings(BaseSettings):
     )
     challenges_in_flight: int = Field(
         default=2, ge=0, description="Challenges of one user being played at the same time (0: off)."
+    )
+    connected_per_user: int = Field(
+        default=16, ge=1, description="Live connected-agent connections one user may hold (per API process)."
+    )
+    connected_sockets_per_address: int = Field(
+        default=64, ge=1, description="Open agent WebSockets, authenticated or not, per client address "
+        "(per API process)."
     )
     probe_auto: bool = Field(
         default=True, description="Queue an exploitability probe for every submitted agent once it is rated."

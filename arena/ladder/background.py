@@ -131,6 +131,8 @@ class BackgroundService:
         self.rounds = 0
         self._sampled_at = float("-inf")
         self._match_s: dict[str, float] = {}  # measured seconds per match, per env
+        self.pace: dict[str, tuple[int, float]] = {}
+        """Per env: matches this loop played and recorded, and the seconds it spent on them."""
 
     # -- submissions --------------------------------------------------------------
     def process_submissions(self) -> int:
@@ -224,6 +226,8 @@ class BackgroundService:
             return 0
         start = time.perf_counter()
         recorded = ladder.run(self.runner, len(lineups), stop=self._stop.is_set, lineups=lineups).recorded
+        self.pace[env_id] = (self.pace.get(env_id, (0, 0.0))[0] + recorded,
+                             self.pace.get(env_id, (0, 0.0))[1] + time.perf_counter() - start)
         if recorded:
             per_match = (time.perf_counter() - start) / recorded
             self._match_s[env_id] = 0.5 * (self._match_s.get(env_id, per_match) + per_match)

@@ -49,9 +49,6 @@ router = APIRouter(tags=["connected agents"])
 
 HELLO_TIMEOUT_S = 10.0
 """A socket that has not said ``hello`` within this long is closed."""
-MAX_CONNECTIONS_PER_USER = 16
-MAX_SOCKETS_PER_ADDRESS = 64
-"""Open sockets (connected or still saying hello) from one address, per API process."""
 
 
 class ConnectedAgentCreate(BaseModel):
@@ -135,7 +132,7 @@ async def connect(websocket: WebSocket, agent_id: Annotated[int, Path(ge=1, le=M
     sockets = _sockets(websocket)
     address = client_address(websocket)  # type: ignore[arg-type]
     await websocket.accept()
-    if not sockets.take(sockets.by_address, address, MAX_SOCKETS_PER_ADDRESS):
+    if not sockets.take(sockets.by_address, address, services.settings.connected_sockets_per_address):
         await websocket.close(CLOSE_TOO_MANY, "too many sockets from this address")
         return
     try:
@@ -180,9 +177,9 @@ async def _serve(websocket: WebSocket, services: Services, sockets: _Sockets, ag
         return
     principal, agent = found
     user_key = principal.user_id if principal.user_id is not None else -1
-    if not sockets.take(sockets.by_user, user_key, MAX_CONNECTIONS_PER_USER):
-        await _refuse(websocket, CLOSE_TOO_MANY, f"at most {MAX_CONNECTIONS_PER_USER} live connections per user",
-                      hello.encoding)
+    if not sockets.take(sockets.by_user, user_key, services.settings.connected_per_user):
+        await _refuse(websocket, CLOSE_TOO_MANY,
+                      f"at most {services.settings.connected_per_user} live connections per user", hello.encoding)
         return
     try:
         spec = get_spec(agent.env_id)
