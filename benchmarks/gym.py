@@ -21,7 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parents[1]
+if sys.path and Path(sys.path[0]).resolve() == _ROOT / "benchmarks":
+    sys.path[0] = str(_ROOT)  # benchmarks/league.py (and gym.py) would shadow the packages of those names
 
 import numpy as np
 from rich.console import Console

@@ -248,3 +248,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(db_app, name="db")
     app.command("leaderboard")(leaderboard)
     app.command("serve")(serve)
+    from arena.cli import datasets  # `arena export` reads the database too
+
+    datasets.register(app)

@@ -41,6 +41,7 @@ from arena.storage.db.repositories.generations import (
     replace_generations,
 )
 from arena.storage.db.repositories.matches import (
+    MatchColumns,
     MatchPage,
     Participant,
     StoredMatch,
@@ -51,6 +52,7 @@ from arena.storage.db.repositories.matches import (
     get_participants,
     insert_matches,
     insert_participants,
+    iter_match_columns,
     iter_matches,
     match_history,
     match_row,
@@ -126,6 +128,7 @@ __all__ = [
     "BoardRow",
     "GenerationRow",
     "LeagueInfo",
+    "MatchColumns",
     "MatchPage",
     "Participant",
     "ProbeInfo",
@@ -181,6 +184,7 @@ __all__ = [
     "insert_matches",
     "insert_participants",
     "insert_rating_events",
+    "iter_match_columns",
     "iter_matches",
     "last_started",
     "latest_probes",

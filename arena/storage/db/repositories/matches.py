@@ -314,6 +314,63 @@ def iter_matches(
         last = page[-1].seq
 
 
+@dataclass(frozen=True)
+class MatchColumns:
+    """One page of the match log as columns, for readers of the whole log (the dataset export).
+
+    ``seats`` and ``scores`` are decoded with one ``json.loads`` for the page; ``actions``
+    stay JSON text (``[[seat, action], ...]``, ``[]`` once retention dropped them), for
+    the reader to parse in bulk: decoding them row by row costs more than the query.
+    """
+
+    seq: list[int]
+    id: list[str]
+    seed: list[int]
+    league_id: list[int | None]
+    seats: list[list[str]]
+    scores: list[list[float]]
+    winner: list[int | None]
+    termination: list[str]
+    forfeit_seat: list[int | None]
+    rated: list[bool]
+    actions_json: list[str]
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+
+_COLUMN_FIELDS = ("seq", "id", "seed", "league_id", "seats", "scores", "winner", "termination",
+                  "forfeit_seat", "rated", "actions")
+_TEXT_FIELDS = ("seats", "scores", "actions")
+
+
+def iter_match_columns(
+    session: Session, env_id: str, after_seq: int = 0, batch: int = 10000
+) -> Iterator[MatchColumns]:
+    """The matches of ``env_id`` with ``seq > after_seq`` in seq order, ``batch`` per page, as columns.
+
+    Keyset pagination as :func:`iter_matches`, without the per-row JSON decoding (nor
+    ``created_at``, whose per-row conversion alone cost a third of reading a page).
+    """
+    table = Match.__table__.c
+    columns = [cast(getattr(table, f), Text).label(f) if f in _TEXT_FIELDS else getattr(table, f)
+               for f in _COLUMN_FIELDS]
+    last = after_seq
+    while True:
+        stmt = (select(*columns).where(table.env_id == env_id, table.seq > last)
+                .order_by(table.seq).limit(batch))
+        rows = session.execute(stmt).all()
+        if not rows:
+            return
+        seq, id_, seed, league, seats, scores, winner, term, forfeit, rated, actions = zip(*rows)
+        values = json.loads("[" + ",".join(f"{a},{b}" for a, b in zip(seats, scores)) + "]")
+        yield MatchColumns(list(seq), list(id_), list(seed), list(league), values[::2], values[1::2],
+                           list(winner), list(term), list(forfeit), list(rated), list(actions))
+        if len(rows) < batch:
+            return
+        last = seq[-1]
+
+
 def match_history(
     session: Session,
     env_id: str | None = None,
