@@ -7,9 +7,11 @@ another. This process plays the connect-four ladder (schedule -> play -> record 
 rate) with 256 matches at once: the agent (the scripted ``heuristic``, batched) against
 a pool of scripted opponents, once as the builtin in process and once connected, and
 again with a proxy that adds 20 ms to every round trip between the client and the
-server. Then 8 agents connected at once, each asked for small decision batches by its
-own thread: the round trip of one batch (request queued in Redis -> API process ->
-socket -> client -> answer -> back), p50 and p99.
+server. Then 8 agents connected at once (a client process each, answering the first
+legal move, so the protocol's cost is what is measured): the round trip of one decision
+batch of 32 rows (request queued in Redis -> API process -> socket -> client -> answer
+-> back), p50 and p99, the agents asked in turn as one engine asks them, and
+(``rtt_concurrent_*``) all 8 asked at once from 8 threads.
 
     python benchmarks/connected.py [--matches 2048] [--rtt-batches 400] [--smoke]
 
@@ -104,8 +106,9 @@ def run_proxy(listen_port: int, target_port: int, delay: float, ready: threading
 
 
 # -- the client process -------------------------------------------------------------------
-def client_main(url: str, token: str, agent_ids: list[int]) -> None:
-    """Play every agent in ``agent_ids`` with the batched heuristic until killed."""
+def client_main(url: str, token: str, agent_ids: list[int], trivial: bool = False) -> None:
+    """Play every agent in ``agent_ids`` with the batched heuristic (or, ``trivial``, the
+    first legal move: the round trips measure the protocol, not the agent) until killed."""
     from agents.baselines import HEURISTICS
     from agents.policy import MatchRng
     from arena.connected.client import AgentClient
@@ -113,6 +116,8 @@ def client_main(url: str, token: str, agent_ids: list[int]) -> None:
     heuristic = HEURISTICS[ENV]()
 
     def act(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if trivial:
+            return mask.argmax(axis=1)
         k = len(mask)
         return heuristic.act(obs, mask, MatchRng(np.arange(k), np.zeros(k, dtype=np.int64), np.zeros(k)))
 
@@ -126,8 +131,9 @@ def client_main(url: str, token: str, agent_ids: list[int]) -> None:
         t.join()
 
 
-def start_client(url: str, token: str, agent_ids: list[int]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, __file__, "--client", url, token, *map(str, agent_ids)],
+def start_client(url: str, token: str, agent_ids: list[int], trivial: bool = False) -> subprocess.Popen:
+    mode = ["--trivial"] if trivial else []
+    return subprocess.Popen([sys.executable, __file__, *mode, "--client", url, token, *map(str, agent_ids)],
                             env={**os.environ, "PYTHONPATH": str(_ROOT)})
 
 
@@ -148,8 +154,10 @@ def ladder_mps(services, agent_key: str, sources, matches: int, runner) -> float
     return recorded / (time.perf_counter() - start)
 
 
-def round_trips(services, agents: list[dict], batches: int, rows: int = 32) -> list[float]:
-    """Round trip of one decision batch, ``len(agents)`` agents asked at once."""
+def round_trips(services, agents: list[dict], batches: int, rows: int = 32, concurrent: bool = False) -> list[float]:
+    """Round trip of one decision batch with ``len(agents)`` agents connected: asked one
+    after another, as one engine asks them (its batch groups rows by policy and asks each
+    in turn), or ``concurrent``: every agent asked at once by a thread of its own."""
     from agents.policy import MatchRng
     from arena.runners import AgentSource
     from envs.registry import make_vector_core
@@ -161,10 +169,12 @@ def round_trips(services, agents: list[dict], batches: int, rows: int = 32) -> l
     times: list[float] = []
     lock = threading.Lock()
 
-    def ask(agent: dict) -> None:
-        policy = services.connected_policies().get(ENV, AgentSource(key=agent["key"], connected=agent["id"]))
+    policies = [services.connected_policies().get(ENV, AgentSource(key=a["key"], connected=a["id"])) for a in agents]
+
+    def ask(asked: list) -> None:
         mine = []
-        for _ in range(batches):
+        for i in range(batches * len(asked)):
+            policy = asked[i % len(asked)]
             start = time.perf_counter()
             res = policy.act(obs, mask, rng)
             mine.append(time.perf_counter() - start)
@@ -172,7 +182,10 @@ def round_trips(services, agents: list[dict], batches: int, rows: int = 32) -> l
         with lock:
             times.extend(mine)
 
-    threads = [threading.Thread(target=ask, args=(a,)) for a in agents]
+    if not concurrent:
+        ask(policies)
+        return times
+    threads = [threading.Thread(target=ask, args=([p],)) for p in policies]
     for t in threads:
         t.start()
     for t in threads:
@@ -203,9 +216,10 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="seconds, tiny sizes (the suite runs this)")
     parser.add_argument("--rtt-only", action="store_true", help="only the round trips (1 agent, then 8)")
     parser.add_argument("--client", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--trivial", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client:
-        client_main(args.client[0], args.client[1], [int(a) for a in args.client[2:]])
+        client_main(args.client[0], args.client[1], [int(a) for a in args.client[2:]], args.trivial)
         return
     if args.smoke:
         args.matches, args.rtt_batches = BATCH, 20
@@ -241,11 +255,12 @@ def main() -> None:
                 runner = InProcessRunner(None, services.connected_policies())
 
                 if args.rtt_only:
-                    clients.extend(start_client(url, token, [a["id"]]) for a in agents)
+                    clients.extend(start_client(url, token, [a["id"]], trivial=True) for a in agents)
                     wait_online(services, [a["id"] for a in agents])
-                    for n in (1, 8):
-                        t = np.array(round_trips(services, agents[:n], args.rtt_batches)) * 1000
-                        print(f"{n} agents: p50 {np.percentile(t, 50):.2f} ms p99 {np.percentile(t, 99):.2f} ms")
+                    for n, concurrent in ((1, False), (8, False), (8, True)):
+                        t = np.array(round_trips(services, agents[:n], args.rtt_batches, concurrent=concurrent)) * 1000
+                        print(f"{n} agents{' at once' if concurrent else ''}: p50 {np.percentile(t, 50):.2f} ms "
+                              f"p99 {np.percentile(t, 99):.2f} ms")
                     return
                 in_process = ladder_mps(services, "heuristic", [AgentSource(key="heuristic", builtin="heuristic"),
                                                                 *opponents], args.matches, runner)
@@ -268,10 +283,13 @@ def main() -> None:
                 clients.pop().kill()
                 wait_offline(services, [first["id"]])
 
-                clients.extend(start_client(url, token, [a["id"]]) for a in agents)  # a process each
+                # a process each, answering the first legal move: the protocol's cost alone
+                clients.extend(start_client(url, token, [a["id"]], trivial=True) for a in agents)
                 wait_online(services, [a["id"] for a in agents])
                 round_trips(services, agents, 5)  # warm-up
                 times = np.array(round_trips(services, agents, args.rtt_batches)) * 1000
+                together = np.array(round_trips(services, agents, max(5, args.rtt_batches // 4),
+                                                concurrent=True)) * 1000
             finally:
                 for c in clients:
                     c.kill()
@@ -283,14 +301,18 @@ def main() -> None:
         "ratio": round(connected / in_process, 3), "delayed_mps": round(delayed, 1),
         "added_rtt_ms": 2 * DELAY_S * 1000, "rtt_agents": len(agents), "rtt_rows": 32,
         "rtt_p50_ms": round(float(np.percentile(times, 50)), 3),
-        "rtt_p99_ms": round(float(np.percentile(times, 99)), 3), "smoke": args.smoke,
+        "rtt_p99_ms": round(float(np.percentile(times, 99)), 3),
+        "rtt_concurrent_p50_ms": round(float(np.percentile(together, 50)), 3),
+        "rtt_concurrent_p99_ms": round(float(np.percentile(together, 99)), 3), "smoke": args.smoke,
     }
     print(f"{'ladder, 256 matches at once':<40}{'matches/s':>12}")
     print(f"{'heuristic in process':<40}{in_process:>12,.0f}")
     print(f"{'heuristic connected (localhost)':<40}{connected:>12,.0f}   ratio {result['ratio']:.2f}")
     print(f"{'connected, +20 ms per round trip':<40}{delayed:>12,.0f}")
-    print(f"decision batch round trip, 8 agents at once: p50 {result['rtt_p50_ms']:.2f} ms, "
+    print(f"decision batch round trip, 8 agents connected, asked in turn: p50 {result['rtt_p50_ms']:.2f} ms, "
           f"p99 {result['rtt_p99_ms']:.2f} ms")
+    print(f"  ... all 8 asked at once (8 threads): p50 {result['rtt_concurrent_p50_ms']:.2f} ms, "
+          f"p99 {result['rtt_concurrent_p99_ms']:.2f} ms")
     print(json.dumps(result))
 
 
