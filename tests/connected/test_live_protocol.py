@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -99,3 +100,31 @@ def test_a_ray_worker_asks_a_connected_agent_like_the_service_does(live, run_cli
     [(_, local)] = list(InProcessRunner(None, live.services.connected_policies()).run([batch]))
     assert {r.termination for r in on_ray} == {"normal"}
     assert [(r.match_id, r.actions) for r in on_ray] == [(r.match_id, r.actions) for r in local]
+
+
+def test_two_api_processes_share_the_agents_one_connection_each(live, run_client):
+    """A second API server on the same database and Redis: the agent connected to it is
+    played like any other, and the other server refuses a second connection for it."""
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    from arena.api.app import create_app
+    from tests.client.live import LiveServer
+
+    other = LiveServer(create_app(live.services))
+    try:
+        token = live.user("frank")
+        agent = live.connected_agent(token, "on-the-other-server")
+        run_client(other.url, token, agent["id"], first_legal)
+        wait_online(live, agent["id"])
+        records, _ = play(live, agent, "random", 6)
+        assert {r.termination for r in records} == {"normal"}
+        url = live.url.replace("http://", "ws://") + f"/api/v1/agents/{agent['id']}/connect"
+        with connect(url) as ws:
+            ws.send(json.dumps({"type": "hello", "protocol": 1, "token": token, "encoding": "json"}))
+            assert "already connected" in ws.recv(timeout=5)
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv(timeout=5)
+            assert closed.value.rcvd.code == 4409
+    finally:
+        other.stop()
