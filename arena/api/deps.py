@@ -140,6 +140,25 @@ WriterDep = Annotated[Principal, Depends(writer)]
 """The calling user of a write endpoint (within the write rate limits)."""
 
 
+def optional_writer(request: Request, user: Annotated[Principal | None, Depends(optional_user)],
+                    state: StateDep) -> Principal | None:
+    """The caller of a write request anybody may make (``None``: anonymous), counted
+    against the write limits: a user's and its address's, or the address's alone.
+
+    Raises:
+        TooManyRequests: The user or the address made too many writes this minute.
+    """
+    if user is None:
+        state.limits.anonymous_write(client_address(request))
+    elif user.user_id is not None:
+        state.limits.write(user.user_id, client_address(request))
+    return user
+
+
+OptionalWriterDep = Annotated[Principal | None, Depends(optional_writer)]
+"""The caller, if signed in, of a write endpoint open to anonymous callers (within the write limits)."""
+
+
 def admin_user(user: UserDep) -> Principal:
     """The caller if an admin (the ``ARENA_ADMIN_TOKEN`` or an admin user); else :class:`Forbidden`."""
     if not user.is_admin:

@@ -13,7 +13,8 @@ The limits (settings ``ARENA_*``; 0 turns one off; the operator's admin token is
 never limited):
 
 * sign-ups per client address per hour;
-* writes per user per minute, and per client address per minute (sign-ups included);
+* writes per user per minute, and per client address per minute (sign-ups and
+  anonymous writes, such as a guest opening a game, included);
 * submissions per user per env per UTC day (Kaggle-style daily quota);
 * challenge matches per user per hour, and challenges per user in flight, so nobody
   can keep the server's match workers to themselves.
@@ -188,6 +189,10 @@ class Limits:
     def write(self, user_id: int, client: str) -> None:
         """A write request of ``user_id`` from ``client``."""
         self.take((self.user_writes, str(user_id), 1), (self.client_writes, client, 1))
+
+    def anonymous_write(self, client: str) -> None:
+        """A write request without a user (a guest's game) from ``client``."""
+        self.take((self.client_writes, client, 1))
 
     def submission(self, user_id: int, env_id: str) -> AbstractContextManager[None]:
         """The block storing one submission of ``user_id`` for ``env_id`` (the daily quota)."""

@@ -19,6 +19,10 @@ One loop, on its own thread:
    about ``round_s`` of play (a hide-and-seek match costs ~100x a tic-tac-toe one),
    so one slow env never holds up submissions or the other ladders.
 
+3. **People.** Play requests from the browser (``POST /agents/{id}/play``) are popped
+   by a small thread of their own (:class:`~arena.ladder.people.HumanMatchQueue`) and
+   played, unrated, in the connected lane, whatever the loop is doing.
+
 (:mod:`arena.ladder.demo` fills an empty database with agents to watch.)
 """
 
@@ -40,6 +44,7 @@ from arena.engine.records import Termination
 from arena.ladder.dispatch import CONNECTED_KINDS, Ladder, LadderConfig, agent_source, open_ladder, waiting_reason
 from arena.ladder.lane import ConnectedLane
 from arena.ladder.pacing import LadderPacer, PacingConfig, pacing_from_settings
+from arena.ladder.people import HumanMatchQueue
 from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import ladder_envs, register_builtin_agents
 from arena.ladder.retention import ReplayRetention
@@ -125,6 +130,7 @@ class BackgroundService:
         self.pacer = LadderPacer(replace(self.config.pacing, batch_size=self.config.batch_size), seed=self.seed)
         self.engine = MatchEngine(time_budget_s=VALIDATION_TIME_BUDGET_S)
         self.lane = ConnectedLane(services)
+        self.people = HumanMatchQueue(services, self.lane)
         self.broker = services.connected_policies().broker
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -307,11 +313,13 @@ class BackgroundService:
     def start(self) -> BackgroundService:
         self._thread = threading.Thread(target=self.run, name="arena-service", daemon=True)
         self._thread.start()
+        self.people.start()
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        self.people.stop()
         self.lane.close()
         self.engine.close()

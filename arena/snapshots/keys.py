@@ -20,10 +20,16 @@ Layout (``prefix`` is ``"arena"`` in the service; tests use a unique prefix each
                                          unless its API process refreshes it)
     {prefix}:conn:seen:{agent}   STRING  unix seconds it was last connected
     {prefix}:conn:events:{agent} LIST    finished-match results for its connection
+    {prefix}:people:matches      LIST    people's play requests (JSON) waiting for the
+                                         background service to start their matches
+    {prefix}:people:token:{sha256}
+                                 STRING  the human agent id a play token may connect
+                                         as (expires; keyed by the token's sha256)
 
 A pool is a league or an env id (``connect_four-v3``, ``league:7``). Keys hold no
 state that cannot be rebuilt from the durable snapshot store (the limit counters
-are allowed to be lost: losing them only forgives some requests).
+are allowed to be lost: losing them only forgives some requests; so are people's
+play requests and tokens: losing them only ends games that had not finished).
 A limit's subject is a user id, a client address or ``{user id}:{env id}``.
 """
 
@@ -126,6 +132,14 @@ class RedisKeys:
     def pattern(self) -> str:
         """``SCAN MATCH`` pattern of every key in this namespace (prefix is glob-safe)."""
         return f"{self.prefix}:*"
+
+    def human_matches(self) -> str:
+        """LIST of people's play requests, popped by the background service."""
+        return f"{self.prefix}:people:matches"
+
+    def play_token(self, token_sha256: str) -> str:
+        """STRING: the human agent a play token (given by its sha256) may connect as."""
+        return f"{self.prefix}:people:token:{check_sha256(token_sha256)}"
 
 
 def _limit_part(text: str) -> str:

@@ -28,7 +28,9 @@ from sqlalchemy.orm import Session
 from arena.api.routes import API_PREFIX
 from arena.api.schemas import MAX_ID
 from arena.api.state import ApiState
+from arena.ladder.people import PLAYABLE_ENVS, unplayable_reason
 from arena.read.frames import match_frames
+from arena.read.humans import humans_board
 from arena.read.leagues import league_page_data, leagues_of
 from arena.read.pages import (
     agent_data,
@@ -130,7 +132,8 @@ def web_router() -> APIRouter:
                     matches=recent_matches(session, env_id, limit=10), leagues=leagues_of(session, env_id),
                     waiting=waiting_data(session, env_id, role),
                     seats=env_seats(session, env_id, _api_state(request)) if spec.num_seats == 2 else None,
-                    total_matches=repo.count_matches(session, env_id))
+                    total_matches=repo.count_matches(session, env_id),
+                    humans=humans_board(session, env_id, limit=20) if env_id in PLAYABLE_ENVS else None)
 
     @router.get("/envs/{env_id}/payoff", response_class=HTMLResponse, include_in_schema=False)
     def payoff(request: Request, env_id: str, session: SessionDep, top: int = 8) -> HTMLResponse:
@@ -154,7 +157,16 @@ def web_router() -> APIRouter:
         data = agent_data(session, agent_id)
         if data is None:
             return not_found(request, f"agent {agent_id}")
-        return page(request, "agent.html", title=data["name"], agent=data)
+        stored = repo.get_agent(session, agent_id)
+        return page(request, "agent.html", title=data["name"], agent=data, playable=not unplayable_reason(stored))
+
+    @router.get("/play/{agent_id}", response_class=HTMLResponse, include_in_schema=False)
+    def play(request: Request, agent_id: int, session: SessionDep) -> HTMLResponse:
+        stored = repo.get_agent(session, agent_id)
+        if stored is None:
+            return not_found(request, f"agent {agent_id}")
+        return page(request, "play.html", title=f"Play {stored.name}", agent=stored,
+                    reason=unplayable_reason(stored), choose_seat=stored.env_id != "rps-v2")
 
     @router.get("/admin/integrity", response_class=HTMLResponse, include_in_schema=False)
     def admin_integrity(request: Request, env: str | None = None) -> HTMLResponse:

@@ -1,7 +1,8 @@
 """Every write endpoint is under a write limit (issue 20: fair shares).
 
 Walks the app's routes: each POST, PUT, PATCH or DELETE route must depend on a limiter
-(:func:`arena.api.deps.writer`, the per-user and per-address write limits) or be listed
+(:func:`arena.api.deps.writer`, the per-user and per-address write limits, or
+:func:`arena.api.deps.optional_writer` where anonymous callers may write too) or be listed
 in :data:`EXEMPT` with the reason it is limited otherwise. A new write route without
 either fails here. WebSocket routes are not POST and are skipped.
 """
@@ -15,10 +16,10 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import RouteContext, iter_route_contexts
 
 from arena.api import create_app
-from arena.api.deps import UserDep, writer
+from arena.api.deps import UserDep, optional_writer, writer
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-LIMITERS: frozenset[Callable] = frozenset({writer})
+LIMITERS: frozenset[Callable] = frozenset({writer, optional_writer})
 """Dependencies that count a request against the write limits."""
 EXEMPT: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/users"): "a sign-up has no user yet: the handler counts it against the sign-up limit "
@@ -54,7 +55,8 @@ def test_every_write_route_depends_on_a_write_limiter_or_says_why_not():
                            "arena.api.deps.WriterDep, or add them to EXEMPT with the limit that applies")
     found = {(m, p) for m, p, _ in routes}
     assert found >= set(EXEMPT), "an exemption names a route that no longer exists"
-    assert {("POST", "/api/v1/agents/{agent_id}/probes"), ("POST", "/api/v1/challenges")} <= found
+    assert {("POST", "/api/v1/agents/{agent_id}/probes"), ("POST", "/api/v1/challenges"),
+            ("POST", "/api/v1/agents/{agent_id}/play")} <= found
 
 
 def test_the_walk_finds_an_unlimited_route():

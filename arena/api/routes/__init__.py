@@ -12,6 +12,7 @@ from arena.api.routes import (
     leaderboard,
     leagues,
     matches,
+    people,
     probes,
     users,
 )
@@ -22,7 +23,7 @@ API_PREFIX = "/api/v1"
 def api_router() -> APIRouter:
     """Every JSON endpoint, mounted under :data:`API_PREFIX`."""
     router = APIRouter(prefix=API_PREFIX)
-    for module in (health, users, envs, connected, agents, probes, leaderboard, matches, leagues, challenges,
-                   admin):
+    for module in (health, users, envs, connected, people, agents, probes, leaderboard, matches, leagues,
+                   challenges, admin):
         router.include_router(module.router)
     return router

@@ -38,6 +38,7 @@ from arena.connected.protocol import (
     parse_hello,
 )
 from arena.connected.time_controls import time_control
+from arena.ladder.people import play_token_agent
 from arena.ladder.registration import register_connected_agent
 from arena.read.summaries import agents_public
 from arena.storage.db import repositories as repo
@@ -67,7 +68,7 @@ class _Sockets:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.by_address: Counter[str] = Counter()
-        self.by_user: Counter[int] = Counter()
+        self.by_user: Counter[int | str] = Counter()  # a user id; a guest (no user) by its name
 
     def take(self, counter: Counter, key: Any, limit: int) -> bool:
         with self.lock:
@@ -176,7 +177,7 @@ async def _serve(websocket: WebSocket, services: Services, sockets: _Sockets, ag
         await _refuse(websocket, *found, hello.encoding)
         return
     principal, agent = found
-    user_key = principal.user_id if principal.user_id is not None else -1
+    user_key = principal.user_id if principal.user_id is not None else principal.name
     if not sockets.take(sockets.by_user, user_key, services.settings.connected_per_user):
         await _refuse(websocket, CLOSE_TOO_MANY,
                       f"at most {services.settings.connected_per_user} live connections per user", hello.encoding)
@@ -208,7 +209,14 @@ def _bearer(websocket: WebSocket) -> str | None:
 
 
 def _authorize(services: Services, token: str, agent_id: int) -> tuple[Principal, repo.AgentInfo] | tuple[int, str]:
-    """``(principal, agent)``, or ``(close code, reason)`` when the token may not play it."""
+    """``(principal, agent)``, or ``(close code, reason)`` when the token may not play it.
+
+    ``token`` is an API token (its owner's agents), or a play token from ``POST
+    /agents/{id}/play`` (:mod:`arena.ladder.people`), which plays only its human agent.
+    """
+    human_id = play_token_agent(services.redis, services.pool.keys, token)
+    if human_id is not None:
+        return _authorize_play(services, human_id, agent_id)
     principal = principal_for_token(services, token)
     if principal is None:
         return CLOSE_UNAUTHORIZED, "invalid or revoked API token"
@@ -221,3 +229,19 @@ def _authorize(services: Services, token: str, agent_id: int) -> tuple[Principal
     if agent.status in ("retired", "rejected"):
         return CLOSE_FORBIDDEN, f"agent {agent_id} is {agent.status}"
     return principal, agent
+
+
+def _authorize_play(services: Services, human_id: int, agent_id: int) -> tuple[Principal, repo.AgentInfo] | \
+        tuple[int, str]:
+    """A play token's connection: its own human agent only, as the person who asked."""
+    if human_id != agent_id:
+        return CLOSE_FORBIDDEN, f"this play token plays agent {human_id}, not {agent_id}"
+    with services.sessions() as session:
+        agent = repo.get_agent(session, agent_id)
+        owner = None if agent is None or agent.owner_id is None else repo.get_user(session, agent.owner_id)
+    if agent is None or agent.kind != "human":
+        return CLOSE_NOT_FOUND, f"no human agent with id {agent_id}"
+    if agent.status in ("retired", "rejected"):
+        return CLOSE_FORBIDDEN, f"agent {agent_id} is {agent.status}"
+    # A guest has no user: named after its agent, so each guest counts its own connections.
+    return Principal(user_id=agent.owner_id, name=owner.name if owner else agent.name, is_admin=False), agent
