@@ -14,7 +14,16 @@ from arena.api.routes.connected import _authorize
 from arena.connected.protocol import CLOSE_FORBIDDEN, CLOSE_UNAUTHORIZED
 from arena.engine import MatchEngine, MatchJob
 from arena.ladder.background import BackgroundService, ServiceConfig
-from arena.ladder.people import OPEN_GAMES, OPEN_GAMES_NAME
+from arena.ladder.lane import ConnectedLane
+from arena.ladder.people import (
+    OPEN_GAMES,
+    OPEN_GAMES_NAME,
+    START_WITHIN_S,
+    HumanMatchQueue,
+    PlayRequest,
+    play_token_agent,
+    token_sha256,
+)
 from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import ladder_rating_env, register_builtin_agents, register_connected_agent
 from arena.read.humans import humans_board
@@ -197,3 +206,20 @@ def test_guests_open_at_most_a_few_games_per_address_and_play_tokens_play_only_t
     person = httpx.post(f"{live.url}{API}/agents/{tickets[0]['human_agent_id']}/play")
     assert person.status_code == 409 and "a person" in person.json()["detail"]  # checked before the cap
     assert httpx.get(f"{live.url}{API}/envs/{ENV}/humans").json() == {"env": ENV, "count": 0, "data": []}
+
+
+def test_a_request_the_service_did_not_start_in_time_is_dropped_and_gives_its_game_back(live):
+    services, keys = live.services, live.services.pool.keys
+    hold, token = keys.busy(OPEN_GAMES_NAME, "user:7"), "a-play-token"
+    services.redis.set(hold, 1)
+    services.redis.set(keys.play_token(token_sha256(token)), 1)
+    stale = PlayRequest(match_id="m-stale", env_id=ENV, agent_id=1, human_agent_id=2, seat=0, seed=1, guest=False,
+                        holds=(hold,), created=time.time() - START_WITHIN_S - 1, token_sha256=token_sha256(token))
+    services.redis.rpush(keys.human_matches(), stale.to_json())
+    lane = ConnectedLane(services)
+    try:
+        assert HumanMatchQueue(services, lane).take(0) is None  # not played: its page gave up long ago
+    finally:
+        lane.close()
+    assert services.redis.get(hold) is None and services.redis.llen(keys.human_matches()) == 0
+    assert play_token_agent(services.redis, keys, token) is None
