@@ -34,7 +34,7 @@ Every field has a default that works on a fresh machine::
     ARENA_CONNECTED_PER_USER          16 live connected-agent sockets per user (per API process)
     ARENA_CONNECTED_SOCKETS_PER_ADDRESS  64 open agent sockets per client address (per API process)
     (a limit of 0 turns it off; the admin token is never limited)
-    ARENA_TRICKLE_MATCHES_PER_S  1 rated match/s per env once its board has settled
+    ARENA_TRICKLE_MATCHES_PER_S  0 rated matches/s per env once its board has settled (drift checks only)
     ARENA_LADDER_SETTLE       true (false: ladders play flat out forever, the old way)
     ARENA_REPLAY_RETENTION_DAYS  30 (action lists of older, never-viewed matches dropped; 0 keeps all)
 
@@ -176,9 +176,9 @@ class Settings(BaseSettings):
         default=20, ge=0, description="Probes one user may ask for per UTC day (0: off; admins never limited).",
     )
     trickle_matches_per_s: float = Field(
-        default=1.0, gt=0.0,
+        default=0.0, ge=0.0,
         description="Rated matches per second per env once its board has settled (the maintenance "
-        "trickle; see arena.ladder.pacing).",
+        "trickle; see arena.ladder.pacing). 0: none, a settled board plays only its drift checks.",
     )
     ladder_settle: bool = Field(
         default=True,

@@ -5,7 +5,7 @@ server under a temporary ``ARENA_DATA_DIR``, demo agents seeded, matches played 
 server process with ``--workers 0``) twice in one run:
 
 * **ours**: the default pacing: unsettled boards play at full rate, settled ones only
-  the maintenance trickle (``ARENA_TRICKLE_MATCHES_PER_S``, default 1 per env);
+  their drift checks (``ARENA_TRICKLE_MATCHES_PER_S``, default 0: no maintenance trickle);
 * **baseline**: ``ARENA_LADDER_SETTLE=false``, the old behaviour: every ladder plays flat
   out forever (capped by ``--max-rate`` as ``arena serve`` always was).
 
@@ -16,8 +16,13 @@ service's whole process tree (the server and its embedded Redis, from ``/proc``;
 only) as a share of one core, and the growth of the database files (``arena.db`` with
 its WAL: pages in use, and the files), extrapolated to an hour. Goal: under 10% of one core and 20 MB/hour.
 
-Run: ``python benchmarks/idle.py [--window 180]`` (``taskset -c 0`` to pin it to one
-core); the last line is JSON.
+Run: ``python benchmarks/idle.py [--window 180] [--smoke]`` (``taskset -c 0`` to pin it to
+one core); the last line is JSON: ``cpu_share_settled``, ``db_growth_mb_per_hour``,
+``file_growth_mb_per_hour``, ``matches_per_s_settled``, ``settled``, ``settle_s``,
+``baseline_cpu_share``, ``baseline_db_growth_mb_per_hour``,
+``baseline_file_growth_mb_per_hour``, ``baseline_matches_per_s``, ``window_s``,
+``trickle_matches_per_s``, ``cpus``, ``affinity``. ``--smoke``: both servers measured
+for 1 s without waiting for the boards to settle (the suite's check that it runs).
 """
 
 from __future__ import annotations
@@ -121,6 +126,21 @@ def start(data_dir: Path, settle: bool, trickle: float, max_rate: float) -> subp
                             stderr=open(data_dir / "serve.log", "w"))
 
 
+def wait_for_database(data_dir: Path, proc: subprocess.Popen, timeout: float = 300.0) -> None:
+    """Wait until the server has created its database (measuring needs its pages)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"arena serve exited with {proc.returncode}; see {data_dir / 'serve.log'}")
+        try:
+            db_bytes(data_dir)
+            return
+        except sqlite3.Error:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)
+
+
 def wait_settled(data_dir: Path, proc: subprocess.Popen, trickle: float, window: float, timeout: float,
                  console: Console) -> tuple[bool, float]:
     """Wait until every env played at most the trickle (+ one batch) over ``window`` seconds."""
@@ -155,6 +175,7 @@ def measure(mode: str, settle: bool, args: argparse.Namespace, console: Console,
             else:
                 time.sleep(wait_s)
                 settled, settle_s = False, wait_s
+            wait_for_database(data_dir, proc)
             before = sum(rated_counts(data_dir).values())
             console.log(f"{mode}: measuring {args.window:.0f} s after {settle_s:.0f} s ({before} matches so far)")
             cpu0, db0, f0, t0 = tree_cpu_seconds(proc.pid), db_bytes(data_dir), file_bytes(data_dir), time.monotonic()
@@ -177,11 +198,14 @@ def measure(mode: str, settle: bool, args: argparse.Namespace, console: Console,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=float, default=180.0, help="seconds measured after settling")
-    parser.add_argument("--trickle", type=float, default=1.0, help="ARENA_TRICKLE_MATCHES_PER_S")
+    parser.add_argument("--trickle", type=float, default=0.0, help="ARENA_TRICKLE_MATCHES_PER_S")
     parser.add_argument("--max-rate", type=float, default=2000.0, help="arena serve --max-rate (both modes)")
     parser.add_argument("--settle-window", type=float, default=30.0)
     parser.add_argument("--settle-timeout", type=float, default=900.0)
+    parser.add_argument("--smoke", action="store_true", help="seconds, no settling: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.window, args.settle_window, args.settle_timeout = 1.0, 1.0, 0.5
     console = Console(stderr=True)
     ours = measure("ours", True, args, console)
     baseline = measure("baseline", False, args, console, wait_s=ours.settle_s)

@@ -74,7 +74,8 @@ class SchedulerConfig:
             unsettled one.
         batch_size: Most matches in one plan.
         games_per_unsettled: Matches per unsettled slot in an active batch.
-        maintenance_rate: Matches per second once settled (the trickle).
+        maintenance_rate: Matches per second once settled (the trickle); 0: none, a settled
+            board plays only its drift checks.
         maintenance_batch: The trickle is handed out in batches of this many matches
             (also the smallest active batch).
         drift_every_s: Seconds between drift checks while settled.
@@ -225,10 +226,10 @@ class LadderScheduler:
         self._last_now = now
         event = self._roster_event(frozenset(agents))
         if len(set(agents)) < self._min_agents():
-            return SchedulePlan(Phase.SETTLED, [], 1.0 / cfg.maintenance_rate, "not enough agents")
+            return SchedulePlan(Phase.SETTLED, [], self._rest_s(), "not enough agents")
         board = slot_board(sorted(set(agents)), self.team_roles, book, plays)
         if any(board.pool(role).size == 0 for role in self.team_roles):
-            return SchedulePlan(Phase.SETTLED, [], 1.0 / cfg.maintenance_rate, "a role has no agent")
+            return SchedulePlan(Phase.SETTLED, [], self._rest_s(), "a role has no agent")
         unsettled = unsettled_slots(board, cfg, env=self.env)
         board.need = np.where(unsettled, 1.0, cfg.settled_need)
         if unsettled.any():
@@ -250,11 +251,19 @@ class LadderScheduler:
         lineups = select_lineups(board, self.team_roles, n, self.rng, env=self.env)
         return SchedulePlan(self.phase, lineups, 0.0, reason)
 
+    def _rest_s(self) -> float:
+        """How long to wait when there is nothing to play (with no trickle: a while)."""
+        rate = self.config.maintenance_rate
+        return 1.0 / rate if rate > 0 else 5.0
+
     def _settle(self, now: float, reason: str) -> SchedulePlan:
-        log.info("ladder settled (%s); maintenance at %.2f matches/s", reason, self.config.maintenance_rate)
+        cfg = self.config
+        log.info("ladder settled (%s); %s", reason, f"maintenance at {cfg.maintenance_rate:.2f} matches/s"
+                 if cfg.maintenance_rate > 0 else f"a drift check every {cfg.drift_every_s:.0f}s")
         self.phase, self._baseline, self._credit = Phase.SETTLED, None, 0.0
-        self._next_drift = now + self.config.drift_every_s
-        return SchedulePlan(self.phase, [], self.config.maintenance_batch / self.config.maintenance_rate, reason)
+        self._next_drift = now + cfg.drift_every_s
+        wait = cfg.maintenance_batch / cfg.maintenance_rate if cfg.maintenance_rate > 0 else cfg.drift_every_s
+        return SchedulePlan(self.phase, [], wait, reason)
 
     def _check(self, board: SlotBoard, book: RatingBook, reason: str) -> SchedulePlan:
         log.info("ladder check burst: %s", reason)
@@ -284,6 +293,8 @@ class LadderScheduler:
 
     def _trickle(self, board: SlotBoard, elapsed: float, now: float) -> SchedulePlan:
         cfg = self.config
+        if cfg.maintenance_rate <= 0:  # no trickle: a settled board waits for its next drift check
+            return SchedulePlan(Phase.SETTLED, [], max(0.0, self._next_drift - now), "settled")
         self._credit = min(self._credit + elapsed * cfg.maintenance_rate, float(cfg.maintenance_batch))
         if self._credit + 1e-9 >= cfg.maintenance_batch:
             self._credit -= cfg.maintenance_batch

@@ -8,8 +8,8 @@ Two pieces, kept apart from the dispatch loop so that either can change alone:
   result would shrink the ratings' uncertainty most; :mod:`league.lineups`).
 * :class:`LadderPacer` decides, round by round and env by env, *how many* matches to
   play: a board with new or unsettled agents plays at full rate; a **settled** board
-  plays only a maintenance trickle (``ARENA_TRICKLE_MATCHES_PER_S``, default 1 match/s
-  per env) until something changes.
+  plays only a maintenance trickle (``ARENA_TRICKLE_MATCHES_PER_S`` per env; default 0:
+  none, only its drift checks) until something changes.
 
 A board is **settled** when every active agent in every role has ``sigma`` at most
 ``DEFAULT_TARGET_SIGMA`` (1.5) *and* a rank range (from 95% intervals, within its role)
@@ -61,7 +61,8 @@ class PacingConfig:
     """Knobs of the pacing (from the settings; see the module docstring).
 
     Attributes:
-        trickle_matches_per_s: Matches per second per env once its board has settled.
+        trickle_matches_per_s: Matches per second per env once its board has settled (0:
+            none; a settled board plays only its drift checks).
         settle: ``False`` plays flat out forever (no settling, no trickle).
         batch_size: Most matches in one round of one env.
         trickle_batch: The trickle is played in batches of this many matches (fewer
@@ -69,7 +70,7 @@ class PacingConfig:
         drift_every_s: Seconds between drift checks of a settled board.
     """
 
-    trickle_matches_per_s: float = 1.0
+    trickle_matches_per_s: float = 0.0
     settle: bool = True
     batch_size: int = 1024
     trickle_batch: int = 16
