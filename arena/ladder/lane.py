@@ -58,7 +58,6 @@ class ConnectedLane:
         self._recorded: set[str] = set()
         self._lock = threading.Lock()
         self._local = threading.local()
-        self.human_matches: dict[str, Future] = {}
 
     def _runner(self) -> InProcessRunner:
         """This thread's runner (an engine is not shared between threads)."""
@@ -116,9 +115,7 @@ class ConnectedLane:
             record_unrated(self.services.sessions, spec, [record], agent_ids)
             return record
 
-        future = self._humans.submit(_logged(play, f"human match {job.match_id}"))
-        self.human_matches[job.match_id] = future
-        return future
+        return self._humans.submit(_logged(play, f"human match {job.match_id}"))
 
     def close(self) -> None:
         self._ladders.shutdown(wait=False, cancel_futures=True)
