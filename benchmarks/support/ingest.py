@@ -135,7 +135,11 @@ def write_json_document(session: Session, records, ids) -> None:
     stmt = text(f"INSERT INTO matches ({', '.join(columns)}, created_at) {source} "
                 "ON CONFLICT (id) DO NOTHING RETURNING id, seq").bindparams(
         bindparam("created_at", type_=UTCDateTime()))
-    rows = json.dumps([repo.match_row(r) for r in records], separators=(",", ":"))
+    # The SQL reads every column from the document: the columns' defaults go in too
+    # (an absent key would be NULL; the ORM and Core inserts fill them in themselves).
+    defaults = {c.key: c.default.arg for c in Match.__table__.c
+                if c.key in columns and c.default is not None and not callable(c.default.arg)}
+    rows = json.dumps([{**defaults, **repo.match_row(r)} for r in records], separators=(",", ":"))
     seqs = dict(session.execute(stmt, {"rows": rows, "created_at": utcnow()}).all())
     parts, events = _dependent_rows(records, seqs, ids)
     session.execute(MatchParticipant.__table__.insert(), parts)
