@@ -35,10 +35,14 @@ against what a competent person writes without our indexes and cursors:
 ``ORDER BY mu - 3*sigma`` for the leaderboard and ``LIMIT/OFFSET`` history pages.
 
     python benchmarks/api.py [--agents 10000] [--matches 1000000] [--clients 32]
-                             [--seconds 20] [--workers 1] [--data-dir DIR]
+                             [--seconds 20] [--workers 1] [--data-dir DIR] [--smoke]
 
-``--data-dir`` keeps the seeded database for later runs. Prints tables, then one JSON
-line.
+``--data-dir`` keeps the seeded database for later runs. ``--smoke`` runs every step on
+tiny sizes in seconds (200 agents, 2,000 matches, 4 clients for 1 s; the suite's check
+that the script still runs, no numbers). Prints tables, then one JSON line with
+``leaderboard_p50_ms``, ``leaderboard_p99_ms``, ``matches_p50_ms``, ``matches_p99_ms``,
+``rps``, ``solo_leaderboard_p50_ms``, ``solo_matches_p50_ms``, ``floor_p99_ms``,
+``errors``, ``agents``, ``matches``, ``clients``, ``workers``, ``cpus``, ``seed_s``.
 """
 
 from __future__ import annotations
@@ -86,9 +90,9 @@ def seed_database(url: str, n_agents: int, n_matches: int, seed: int = 0) -> dic
     Returns:
         ``{env: {"agent_ids": [...], "count": n}}`` and the seeding time.
     """
+    from arena.ladder.registration import register_env
     from arena.storage.db import make_engine, session_factory, upgrade
     from arena.storage.db import repositories as repo
-    from envs.registry import get_spec
 
     upgrade(url)
     engine = make_engine(url)
@@ -97,13 +101,12 @@ def seed_database(url: str, n_agents: int, n_matches: int, seed: int = 0) -> dic
     start = time.perf_counter()
     out: dict[str, Any] = {}
     for env_id, (share, plies, p_draw) in ENVS.items():
-        spec = get_spec(env_id)
         n_a = round(n_agents * share)
         n_m = round(n_matches * share)
         keys = [f"mlp-{i:016x}" for i in rng.integers(0, 2**62, n_a)]
         keys = list(dict.fromkeys(keys))
         with sessions.begin() as session:
-            repo.ensure_env(session, env_id, {"seats": list(spec.seats), "roles": list(spec.roles)})
+            register_env(session, env_id)  # its spec and the ladder's TrueSkill constants
             ids = repo.get_or_create_agents(
                 session, env_id, keys, "neural", status="rated",
                 names={k: f"bot {k[4:12]}" for k in keys},
@@ -278,7 +281,7 @@ def query_baselines(url: str, seeded: dict[str, Any], repeats: int = 200, seed: 
          _median_ms(sessions, lambda s: read_board(s, env, ROLE), repeats)),
         ("agent history, pages 1+2", _median_ms(sessions, naive_agent, repeats),
          _median_ms(sessions, ours_agent, repeats)),
-        ("env history, 200k deep", _median_ms(sessions, lambda s: naive_page(s, 200_000), 5),
+        ("env history, 200k deep", _median_ms(sessions, lambda s: naive_page(s, 200_000), min(repeats, 5)),
          _median_ms(sessions, lambda s: repo.match_history(s, env_id=env, before_seq=deep_seq, limit=50),
                     repeats)),
     ]
@@ -481,9 +484,14 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     parser.add_argument("--data-dir", help="Keep (or reuse) the seeded database here.")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
     parser.add_argument("--serve", metavar="DATA_DIR", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.side_s, args.repeats = 5.0, 200  # the solo and floor runs; query timings
+    if args.smoke:
+        args.agents, args.matches, args.clients, args.seconds, args.warmup = 200, 2000, 4, 1.0, 0.3
+        args.side_s, args.repeats = 1.0, 3
     if args.serve:
         serve(args.serve, args.port, args.workers)
         return
@@ -510,7 +518,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> None:
         meta.write_text(json.dumps(seeded))
         _log(f"seeded in {seeded['seed_s']:.1f} s")
     _log("timing the queries in-process ...")
-    sql = query_baselines(url, seeded)
+    sql = query_baselines(url, seeded, repeats=args.repeats)
     from arena.storage.redis_server import free_port
 
     port = free_port()
@@ -519,8 +527,8 @@ def run(args: argparse.Namespace, data_dir: Path) -> None:
     try:
         _log(f"HTTP: {args.clients} clients x {args.seconds:.0f} s, {args.workers} worker(s) ...")
         lat, errors = run_load(base, mixed_plan(seeded), args.clients, args.seconds, args.warmup)
-        solo, solo_err = run_load(base, mixed_plan(seeded), 1, 5, 1, seed=3)
-        floor, floor_err = run_load(base, floor_step, args.clients, 5, 1, seed=4)
+        solo, solo_err = run_load(base, mixed_plan(seeded), 1, args.side_s, 1, seed=3)
+        floor, floor_err = run_load(base, floor_step, args.clients, args.side_s, 1, seed=4)
     finally:
         stop_server(server)
     report(args, seeded, sql, lat, errors + solo_err + floor_err, solo, floor)
@@ -542,7 +550,7 @@ def report(args, seeded, sql, lat, errors, solo, floor) -> None:
         for name, values in table.items():
             print(f"{name:<28}{clients:>8}{len(values):>10,}{pct(values, 50):>9.1f}{pct(values, 99):>9.1f}")
     print(f"{args.clients} clients, mixed: {rps:,.0f} requests/s; floor (/envs): "
-          f"{sum(len(v) for v in floor.values()) / 5:,.0f} requests/s; {errors} errors")
+          f"{sum(len(v) for v in floor.values()) / args.side_s:,.0f} requests/s; {errors} errors")
     matches = lat.get("matches (first page)", []) + lat.get("matches (cursor page)", [])
     solo_matches = solo.get("matches (first page)", []) + solo.get("matches (cursor page)", [])
     print(json.dumps({

@@ -23,9 +23,14 @@ Afterwards, checked from the database itself:
 * ``ray_resources_leaked``: CPUs still held once the workers are gone;
 * ``queue_left``: matches still in the persisted queue.
 
-    python benchmarks/chaos.py [--matches 20000] [--nodes 2] [--workers 2]
+    python benchmarks/chaos.py [--matches 20000] [--nodes 2] [--workers 2] [--smoke]
 
-Prints a table, then one JSON line.
+Prints a table, then one JSON line: ``scheduled``, ``recorded``, ``lost``,
+``duplicated``, ``worker_kills``, ``redis_restarts``, ``db_outage_s``,
+``ratings_match_rebuild``, ``pool_intact``, ``ray_resources_leaked``, ``queue_left``,
+``redispatched_batches``, ``nodes``, ``runs``, ``seconds``. ``--smoke``: 400 matches on
+one node and one worker, every fault once within seconds (the suite's check that it
+runs; it needs the PostgreSQL server).
 """
 
 from __future__ import annotations
@@ -293,7 +298,12 @@ def main() -> None:
     parser.add_argument("--postgres-url", default=os.environ.get(
         "ARENA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.matches, args.batch_size, args.max_rate, args.nodes, args.workers, args.neural = 400, 50, 100.0, 1, 1, 1
+        args.kill_every, args.redis_kill_at, args.redis_down_s, args.db_outage_at, args.db_outage_s = \
+            3.0, 1.0, 0.5, 2.0, 1.0
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
     log.setLevel(logging.INFO)

@@ -12,12 +12,15 @@
 
 Both policies are MLPs with two hidden layers of 256 and different weights.
 
-    python benchmarks/engine.py [--env connect_four-v3|simple_tag-v3] [--device cpu|cuda]
+    python benchmarks/engine.py [--env connect_four-v3|simple_tag-v3] [--device cpu|cuda] [--smoke]
 
-Prints a table, then one JSON line (mps = completed matches per second). ``--device``
-adds ``device_mps`` / ``cpu_mps`` (full records), ``device_summary_mps`` /
-``cpu_summary_mps`` and ``ratio_device_vs_cpu`` (full records) and
-``ratio_summary_device_vs_cpu``.
+Prints a table, then one JSON line (mps = completed matches per second): ``env``,
+``device``, ``naive_mps``, ``pettingzoo_random_mps``, ``engine_mps``,
+``ratio_vs_naive`` (generic envs add ``engine_inline_mps``). Board games add (d)
+unless ``--skip-device``: ``device_mps`` / ``cpu_mps`` (full records),
+``device_summary_mps`` / ``cpu_summary_mps``, ``ratio_device_vs_cpu`` (full records)
+and ``ratio_summary_device_vs_cpu``. ``--smoke``: 64 matches in batches of 32,
+0.2 s per naive baseline (the suite's check that it runs, in seconds).
 """
 
 from __future__ import annotations
@@ -178,7 +181,11 @@ def main() -> None:
                         help="device engine batch on --device (default: the engine's)")
     parser.add_argument("--skip-device", action="store_true",
                         help="board games: leave out (d) even with --device")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.seconds, args.matches, args.batch, args.device_batch, args.env_workers = 0.2, 64, 32, 32, 1
+        torch.set_num_threads(1)  # tiny batches: more threads only contend on a busy machine
     spec = get_spec(args.env)
     generic = spec.api == "parallel" or spec.env_id not in ("connect_four-v3", "tictactoe-v3")
     matches = args.matches or (2000 if generic else 32768)

@@ -17,6 +17,7 @@ ramp defense, 0.3 for ramp use; ``null`` if none), ``phases_in_order`` (fort, th
 use, then ramp defense, each first reached in that order), ``hider_mu`` / ``seeker_mu``.
 
     nice python benchmarks/hide_and_seek.py --minutes 20
+    python benchmarks/hide_and_seek.py --smoke   # seconds, tiny sizes: checks that it runs (the suite's)
 
 Measured (the defaults, 60 minutes, both cores of the 2-core machine, nothing else
 running but seconds of small checks; commit 072b838: pushable boxes, hider shaping 40/10/10, two-stage curriculum
@@ -134,7 +135,12 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument("--data-dir", default=None, help="keep (and resume) the league here")
+    p.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
     args = p.parse_args(argv)
+    if args.smoke:
+        args.minutes, args.num_envs, args.minibatch_size, args.epochs, args.device, args.threads = \
+            0.15, 16, 256, 1, "cpu", 1
+        args.updates_per_generation, args.eval_episodes = 1, 8
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(args.threads)
     gpu = torch.cuda.is_available() and args.device in ("auto", "cuda")

@@ -12,10 +12,16 @@ of SQLAlchemy executemany, of the JSON-document insert Arena used before, and of
 Arena's COPY / prepared-executemany path; the whole recorder; and the rating pass one
 match at a time against waves of independent matches.
 
-    python benchmarks/league.py [--matches 40960] [--workers 2] [--naive-seconds 15]
+    python benchmarks/league.py [--matches 40960] [--workers 2] [--naive-seconds 15] [--smoke]
     python benchmarks/league.py --ingest-only [--ingest-matches 40000] [--ingest-batch 8192]
 
-Prints tables, then one JSON line.
+Prints tables, then one JSON line: ``naive_mps``, ``league_mps``, ``ratio``,
+``scheduled``, ``recorded``, ``lost``, ``duplicated`` and the recording numbers
+(``sqlite_executemany_rows_per_s``, ``sqlite_arena_rows_per_s``,
+``sqlite_ingest_ratio``, ``rating_50_agents_waves_mps``, ...; ``postgresql_*`` when
+PostgreSQL answers); ``--ingest-only`` prints only those. ``--smoke``: 512 league
+matches on one Ray worker, half a second of the naive loop, 256 recorded matches (the
+suite's check that it runs).
 """
 
 from __future__ import annotations
@@ -71,13 +77,13 @@ def league_agents(services, n_scripted: int = 27, n_mlp: int = 23) -> list[Agent
     return sources
 
 
-def run_league(services, sources, matches: int, workers: int) -> dict:
-    ladder = open_ladder(services.sessions, LadderConfig(ENV, batch_size=8192, seed=1))
+def run_league(services, sources, matches: int, workers: int, batch_size: int = 8192) -> dict:
+    ladder = open_ladder(services.sessions, LadderConfig(ENV, batch_size=batch_size, seed=1))
     ladder.add_agents(sources)
     init_ray(services.settings, num_cpus=workers)
     runner = RayMatchRunner(workers, snapshots_factory=services.snapshot_cache_factory(),
                             gpus_per_worker=services.settings.ray_gpus_per_worker)
-    ladder.run(runner, 2 * 8192)  # warm-up: actors start, snapshots load
+    ladder.run(runner, 2 * batch_size)  # warm-up: actors start, snapshots load
     with services.sessions() as session:
         before = repo.count_matches(session, ENV)
     start = time.perf_counter()
@@ -193,7 +199,12 @@ def main() -> None:
     parser.add_argument("--ingest-only", action="store_true", help="measure recording alone")
     parser.add_argument("--ingest-matches", type=int, default=40000)
     parser.add_argument("--ingest-batch", type=int, default=8192, help="matches per recorded batch")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
     args = parser.parse_args()
+    args.batch_size = 8192
+    if args.smoke:
+        args.matches, args.workers, args.naive_seconds, args.batch_size = 512, 1, 0.5, 256
+        args.ingest_matches, args.ingest_batch = 256, 128
     if args.ingest_only:
         with tempfile.TemporaryDirectory() as tmp:
             ingest = run_ingest(args.ingest_matches, args.ingest_batch, Path(tmp))
@@ -204,7 +215,7 @@ def main() -> None:
         settings = Settings(data_dir=Path(tmp))
         with open_services(settings) as services:
             sources = league_agents(services)
-            league = run_league(services, sources, args.matches, args.workers)
+            league = run_league(services, sources, args.matches, args.workers, args.batch_size)
             naive_mps = run_naive(sources, services, args.naive_seconds, Path(tmp) / "naive.db")
     print(f"{'method':<60}{'matches/s':>12}")
     print(f"{'naive service loop (1 match, trueskill, 1 commit/match)':<60}{naive_mps:>12,.1f}")

@@ -30,8 +30,14 @@ steps/s on the device and on the CPU default. ``--speed-only`` skips everything 
     python benchmarks/learning.py [--minutes 10] [--naive-seconds 60] [--hs-minutes 10]
     python benchmarks/learning.py --max-steps 30e6 --hs-minutes 0   # fixed work, for comparisons
     python benchmarks/learning.py --device cuda --speed-only      # device speed only
+    python benchmarks/learning.py --smoke                         # seconds: checks that it runs
 
-Prints a table, then one JSON line.
+Prints a table, then one JSON line: ``c4_vs_heuristic``, ``c4_vs_random``,
+``env_steps_per_s``, ``naive_env_steps_per_s``, the ``hs_*`` keys of
+:func:`benchmarks.support.hide_and_seek_learning.hide_and_seek_section` unless
+``--hs-minutes 0``, and the ``--device`` section's keys. ``--smoke``: one PPO update
+on 32 boards, 40 evaluation games, one rollout of the naive loop, two hide-and-seek
+updates on 16 episodes (the suite's check that it runs, no numbers).
 """
 
 from __future__ import annotations
@@ -83,11 +89,13 @@ def win_rate(policy: NeuralPolicy, opponent: str, games: int = 400, seed: int = 
     return sum(r.winner is not None and r.seats[r.winner] == policy.agent_id for r in records) / games
 
 
-def train_league(minutes: float, seed: int = 0, max_steps: int | None = None) -> tuple[LeagueTrainer, float, dict]:
+def train_league(minutes: float, seed: int = 0, max_steps: int | None = None,
+                 num_envs: int | None = None) -> tuple[LeagueTrainer, float, dict]:
     """Train a main agent on fresh services; returns the trainer, steps/s and the final numbers.
 
     ``max_steps`` (env steps) replaces the time budget: the same work whatever else runs
     on the machine, for comparing settings (the learning-rate schedule follows it too).
+    ``num_envs`` replaces the league's boards per update (smoke runs).
     """
     data_dir = tempfile.mkdtemp(prefix="arena-learning-")
     # Self-play share 0 (AlphaStar: 0.35): within 10 minutes, games against a near-random
@@ -95,6 +103,8 @@ def train_league(minutes: float, seed: int = 0, max_steps: int | None = None) ->
     # self-play) learned faster in our sweeps (0.71 vs 0.50 vs heuristic after 3 minutes).
     config = LeagueConfig(name="bench", env_id=ENV, roles=("main",), minutes=minutes, seed=seed,
                           role_config=replace(LeagueConfig().role_config, self_play=0.0))
+    if num_envs is not None:
+        config = replace(config, ppo=replace(config.ppo, num_envs=num_envs))
     if max_steps is not None:
         per_update = config.ppo.num_envs * config.ppo.rollout_steps
         config = replace(config, minutes=float("inf"), max_updates=max(1, math.ceil(max_steps / per_update)))
@@ -237,13 +247,16 @@ def device_speed(device: str, ppo_envs: int, hs_envs: int, updates: int) -> dict
     return {k: round(v, 1) if isinstance(v, float) else v for k, v in out.items()}
 
 
-def hide_and_seek(minutes: float) -> dict:
-    """The hide-and-seek trainer's section, if that trainer exists."""
+def hide_and_seek(minutes: float, smoke: bool = False) -> dict:
+    """The hide-and-seek trainer's section, if that trainer exists (``smoke``: two tiny updates)."""
     try:
         from benchmarks.support.hide_and_seek_learning import hide_and_seek_section
     except ImportError as exc:
         logging.getLogger(__name__).warning("hide-and-seek section skipped: %s", exc)
         return {}
+    if smoke:
+        tiny = HideAndSeekPPOConfig(num_envs=16, minibatch_size=256, hidden=[16])
+        return dict(hide_and_seek_section(minutes, config=tiny, target_generations=1, eval_episodes=8, max_updates=2))
     return dict(hide_and_seek_section(minutes))
 
 
@@ -263,7 +276,12 @@ def main() -> None:
     parser.add_argument("--hs-envs", type=int, default=0,
                         help="hide-and-seek episodes at once (default 16384 on a GPU, 1024 on a CPU)")
     parser.add_argument("--updates", type=int, default=3, help="timed updates per PPO speed number")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
     args = parser.parse_args()
+    num_envs, games = None, 400
+    if args.smoke:
+        args.max_steps, args.naive_seconds, args.hs_minutes = 1, 0.01, 1.0
+        args.ppo_envs, args.hs_envs, args.updates, num_envs, games, args.threads = 32, 16, 1, 32, 40, 1
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
     speed = {}
@@ -279,18 +297,18 @@ def main() -> None:
             return
     start = time.perf_counter()
     max_steps = None if args.max_steps is None else int(args.max_steps)
-    trainer, ours, info = train_league(args.minutes, args.seed, max_steps)
+    trainer, ours, info = train_league(args.minutes, args.seed, max_steps, num_envs)
     train_s = time.perf_counter() - start
     policy = NeuralPolicy.from_module(trainer.trainers["main"].model.actor, trainer.spec, temperature=0.0)
-    vs_heuristic, vs_random = win_rate(policy, "heuristic"), win_rate(policy, "random")
+    vs_heuristic, vs_random = win_rate(policy, "heuristic", games), win_rate(policy, "random", games)
     baselines = list(trainer.baselines)
     naive = naive_env_steps_per_s(trainer.cfg.ppo, baselines, np.full(len(baselines), 1 / len(baselines)),
                                   args.naive_seconds, args.seed)
     budget = f"{args.minutes:g} min" if max_steps is None else f"{max_steps:,} env steps of"
     print(f"connect four: {budget} league training ({train_s:.0f} s wall), {info}")
     print(f"{'':<44}{'value':>14}")
-    for name, value in [("greedy main agent vs heuristic (400 games)", f"{vs_heuristic:.3f}"),
-                        ("greedy main agent vs random (400 games)", f"{vs_random:.3f}"),
+    for name, value in [(f"greedy main agent vs heuristic ({games} games)", f"{vs_heuristic:.3f}"),
+                        (f"greedy main agent vs random ({games} games)", f"{vs_random:.3f}"),
                         ("ours: env steps/s (updates included)", f"{ours:,.0f}"),
                         ("naive PettingZoo PPO: env steps/s", f"{naive:,.0f}"),
                         ("speed-up", f"{ours / naive:.1f}x")]:
@@ -298,7 +316,7 @@ def main() -> None:
     out = {"c4_vs_heuristic": vs_heuristic, "c4_vs_random": vs_random,
            "env_steps_per_s": round(ours, 1), "naive_env_steps_per_s": round(naive, 1)}
     if args.hs_minutes > 0:
-        out.update(hide_and_seek(args.hs_minutes))
+        out.update(hide_and_seek(args.hs_minutes, args.smoke))
     print(json.dumps({**out, **speed}))
 
 

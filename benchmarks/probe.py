@@ -16,8 +16,14 @@ less exploitable than the random-init one.
 
     nice -n 10 python benchmarks/probe.py [--budgets 1e6] [--games 1000] [--train-minutes 5]
     nice -n 10 python benchmarks/probe.py --budgets 3e4,1e5,3e5,1e6 --trained agent.safetensors
+    python benchmarks/probe.py --smoke   # seconds: checks that it runs
 
-Prints a table, then one JSON line.
+Prints a table, then one JSON line: ``env``, ``budgets_env_steps``, ``games``,
+``trained_target``, ``trained_target_strength`` and, per target (``random``,
+``heuristic``, ``random_init_mlp``, ``league_trained``), ``untrained_win_rate`` and per
+budget ``win_rate``, ``ci95``, ``draws``, ``env_steps``, ``train_seconds``. ``--smoke``:
+one PPO update per probe (8,192 env steps), 20 evaluation games, a league target
+trained for one update on 32 boards (the suite's check that it runs, no numbers).
 """
 
 from __future__ import annotations
@@ -55,16 +61,18 @@ def random_init_mlp(seed: int) -> NeuralPolicy:
     return NeuralPolicy(LoadedCheckpoint(spec=spec, state_dict=state_dict, sha256=sha))
 
 
-def league_trained(minutes: float, path: str | None, seed: int, save_to: str | None) -> tuple[NeuralPolicy, dict]:
-    """The league's main agent (temperature 1), trained now (saved to ``save_to``) or loaded from ``path``."""
+def league_trained(minutes: float, path: str | None, seed: int, save_to: str | None,
+                   smoke: bool = False) -> tuple[NeuralPolicy, dict]:
+    """The league's main agent (temperature 1), trained now (saved to ``save_to``) or loaded from
+    ``path``; ``smoke``: one update on 32 boards."""
     if path:
         policy = make_policy(f"file:{path}", ENV)
         return policy, {"source": path}
-    trainer, _, info = train_league(minutes, seed)
+    trainer, _, info = train_league(minutes, seed, max_steps=1, num_envs=32) if smoke else train_league(minutes, seed)
     if save_to:
         save_checkpoint(trainer.trainers["main"].model.actor, trainer.spec, save_to)
     policy = NeuralPolicy.from_module(trainer.trainers["main"].model.actor, trainer.spec)
-    return policy, {"source": f"league main, {minutes:g} min", **info}
+    return policy, {"source": "league main, smoke" if smoke else f"league main, {minutes:g} min", **info}
 
 
 def run_probes(targets: dict[str, Policy], budgets: list[int], games: int,
@@ -105,11 +113,17 @@ def main() -> None:
                         help="comma-separated subset of the targets to probe")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
     args = parser.parse_args()
+    strength_games = 400
+    if args.smoke:
+        args.budgets, args.games, args.threads, strength_games = "8192", 20, 1, 20
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
-    trained, trained_info = league_trained(args.train_minutes, args.trained, args.seed, args.save_trained)
-    strength = {"vs_heuristic": win_rate(trained, "heuristic"), "vs_random": win_rate(trained, "random")}
+    trained, trained_info = league_trained(args.train_minutes, args.trained, args.seed, args.save_trained,
+                                           args.smoke)
+    strength = {"vs_heuristic": win_rate(trained, "heuristic", strength_games),
+                "vs_random": win_rate(trained, "random", strength_games)}
     targets: dict[str, Policy] = {"random": make_policy("random", ENV), "heuristic": make_policy("heuristic", ENV),
                                   "random_init_mlp": random_init_mlp(args.seed), "league_trained": trained}
     targets = {name: targets[name] for name in args.targets.split(",")}

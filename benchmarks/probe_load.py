@@ -14,9 +14,14 @@ Rounds interleave the phases so that drift in a shared machine's load hits all t
 alike. Reported per phase (mean over rounds): rated matches per second, and the probe's
 env steps per second (a probe's time to start is not counted).
 
-    python benchmarks/probe_load.py [--seconds 30] [--rounds 3] [--batch 500]
+    python benchmarks/probe_load.py [--seconds 30] [--rounds 3] [--batch 500] [--smoke]
 
-Prints a table, then one JSON line.
+Prints a table, then one JSON line: ``env``, ``seconds_per_phase``, ``rounds``,
+``batch``, ``cpus``, ``load_average``, ``ladder_alone_matches_per_s``,
+``ladder_with_service_probe_matches_per_s``, ``ladder_with_naive_probe_matches_per_s``,
+``service_probe_ratio``, ``naive_probe_ratio``, ``service_probe_env_steps_per_s``,
+``naive_probe_env_steps_per_s``, ``per_round_matches_per_s``. ``--smoke``: one round of
+1 s phases, batches of 50 (the suite's check that it runs, no numbers).
 """
 
 from __future__ import annotations
@@ -117,7 +122,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each phase")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the three phases")
     parser.add_argument("--batch", type=int, default=500, help="matches per ladder batch")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.seconds, args.rounds, args.batch = 1.0, 1, 50
     import torch
 
     phases: dict[str, list[tuple[float, float | None]]] = {"alone": [], "service": [], "naive": []}

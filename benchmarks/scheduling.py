@@ -24,7 +24,11 @@ Ratings: TrueSkill with the live constants except ``tau = 0`` and a 1% draw
 probability (Connect Four draws about 1% here). The live tau (sigma / 100) puts a
 floor near 0.8 under sigma; telling agents three ranks apart needs about 0.3.
 
-Run: ``python benchmarks/scheduling.py [--seeds 3] [--batch 256]``; last line is JSON.
+Run: ``python benchmarks/scheduling.py [--seeds 3] [--batch 256] [--smoke]``; the last line
+is JSON: ``ours_matches``, ``uniform_matches``, ``ratio``, ``kendall_tau``,
+``ours_per_seed``, ``uniform_per_seed``, ``all_resolved``, ``board``, ``agents``,
+``batch``, ``seeds``, ``wall_s``. ``--smoke``: 6 agents, one seed, batches of 64, at
+most 1,024 matches a run (the suite's check that it runs).
 """
 
 from __future__ import annotations
@@ -171,7 +175,10 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=400_000, help="give up a run after this many matches")
     parser.add_argument("--verify", type=int, default=0, metavar="GAMES",
                         help="first check the true order with a round-robin of GAMES per pair")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.agents, args.seeds, args.batch, args.cap = 6, 1, 64, 1024
     console = Console(stderr=True)
     policies, true_order = build_board(args.board, args.agents)
     extra: dict = {}
