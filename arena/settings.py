@@ -36,7 +36,7 @@ Every field has a default that works on a fresh machine::
     (a limit of 0 turns it off; the admin token is never limited)
     ARENA_TRICKLE_MATCHES_PER_S  0 rated matches/s per env once its board has settled (drift checks only)
     ARENA_LADDER_SETTLE       true (false: ladders play flat out forever, the old way)
-    ARENA_REPLAY_RETENTION_DAYS  30 (action lists of older, never-viewed matches dropped; 0 keeps all)
+    ARENA_REPLAY_RETENTION_DAYS  30 (action lists of older matches nobody kept dropped; 0 keeps all)
 
 There is no module-level settings object: :func:`get_settings` builds one from the
 environment and memoizes it; tests call ``get_settings.cache_clear()`` after changing
@@ -186,8 +186,9 @@ class Settings(BaseSettings):
     )
     replay_retention_days: float = Field(
         default=30.0, ge=0.0,
-        description="Drop the action lists of matches older than this that nobody ever viewed "
-        "(results and ratings are kept); 0 keeps every replay.",
+        description="Drop the action lists of matches older than this, except those an owner of one of "
+        "their agents opened with its token and those the site links (results and ratings are kept); "
+        "0 keeps every replay.",
     )
     host: str = Field(default="127.0.0.1", description="HTTP bind address.")
     port: int = Field(default=8000, ge=1, le=65535, description="HTTP port.")
