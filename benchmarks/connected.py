@@ -7,7 +7,9 @@ another. This process plays the connect-four ladder (schedule -> play -> record 
 rate) with 256 matches at once: the agent (the scripted ``heuristic``, batched) against
 a pool of scripted opponents, once as the builtin in process and once connected, and
 again with a proxy that adds 20 ms to every round trip between the client and the
-server. Then 8 agents connected at once (a client process each, answering the first
+server (there with the service's batch of 1,024 matches at once: a request per ply
+whatever the batch, so a far client plays as many matches per round trip as the
+service gives it). Then 8 agents connected at once (a client process each, answering the first
 legal move, so the protocol's cost is what is measured): the round trip of one decision
 batch of 32 rows (request queued in Redis -> API process -> socket -> client -> answer
 -> back), p50 and p99, the agents asked in turn as one engine asks them, and
@@ -43,6 +45,9 @@ ENV = "connect_four-v3"
 OPPONENTS = ["heuristic:epsilon=0.25", "heuristic:epsilon=0.5", "heuristic:epsilon=0.75", "random"]
 BATCH = 256
 DELAY_S = 0.010  # each way: 20 ms per round trip
+DELAYED_BATCH = 1024
+"""Matches at once behind the delaying proxy: the service's own batch size
+(``ServiceConfig.batch_size``), which is what a connected agent far away gets."""
 
 
 def free_port() -> int:
@@ -138,17 +143,17 @@ def start_client(url: str, token: str, agent_ids: list[int], trivial: bool = Fal
 
 
 # -- measurements -------------------------------------------------------------------------
-def ladder_mps(services, agent_key: str, sources, matches: int, runner) -> float:
+def ladder_mps(services, agent_key: str, sources, matches: int, runner, batch: int = BATCH) -> float:
     from arena.ladder.dispatch import LadderConfig, open_ladder
 
-    ladder = open_ladder(services.sessions, LadderConfig(ENV, batch_size=BATCH, seed=int(time.time())))
+    ladder = open_ladder(services.sessions, LadderConfig(ENV, batch_size=batch, seed=int(time.time())))
     ladder.add_agents(sources)
     rng = np.random.default_rng(0)
     lineups = []
     for i in range(matches):
         opponent = OPPONENTS[int(rng.integers(len(OPPONENTS)))]
         lineups.append((agent_key, opponent) if i % 2 == 0 else (opponent, agent_key))
-    ladder.run(runner, BATCH, lineups=lineups[:BATCH])  # warm-up
+    ladder.run(runner, batch, lineups=lineups[:batch])  # warm-up
     start = time.perf_counter()
     recorded = ladder.run(runner, len(lineups), lineups=lineups).recorded
     return recorded / (time.perf_counter() - start)
@@ -279,7 +284,7 @@ def main() -> None:
                 clients.append(start_client(f"http://127.0.0.1:{proxy_port}", token, [first["id"]]))
                 wait_online(services, [first["id"]])
                 delayed = ladder_mps(services, first["key"], [connected_source, *opponents],
-                                     max(BATCH, args.matches // 4), runner)
+                                     max(DELAYED_BATCH, args.matches), runner, batch=DELAYED_BATCH)
                 clients.pop().kill()
                 wait_offline(services, [first["id"]])
 
@@ -299,7 +304,8 @@ def main() -> None:
         "env": ENV, "matches_at_once": BATCH, "matches": args.matches,
         "in_process_mps": round(in_process, 1), "connected_mps": round(connected, 1),
         "ratio": round(connected / in_process, 3), "delayed_mps": round(delayed, 1),
-        "added_rtt_ms": 2 * DELAY_S * 1000, "rtt_agents": len(agents), "rtt_rows": 32,
+        "added_rtt_ms": 2 * DELAY_S * 1000, "delayed_matches_at_once": DELAYED_BATCH,
+        "rtt_agents": len(agents), "rtt_rows": 32,
         "rtt_p50_ms": round(float(np.percentile(times, 50)), 3),
         "rtt_p99_ms": round(float(np.percentile(times, 99)), 3),
         "rtt_concurrent_p50_ms": round(float(np.percentile(together, 50)), 3),
@@ -308,7 +314,7 @@ def main() -> None:
     print(f"{'ladder, 256 matches at once':<40}{'matches/s':>12}")
     print(f"{'heuristic in process':<40}{in_process:>12,.0f}")
     print(f"{'heuristic connected (localhost)':<40}{connected:>12,.0f}   ratio {result['ratio']:.2f}")
-    print(f"{'connected, +20 ms per round trip':<40}{delayed:>12,.0f}")
+    print(f"{'connected, +20 ms per round trip':<40}{delayed:>12,.0f}   ({DELAYED_BATCH} matches at once)")
     print(f"decision batch round trip, 8 agents connected, asked in turn: p50 {result['rtt_p50_ms']:.2f} ms, "
           f"p99 {result['rtt_p99_ms']:.2f} ms")
     print(f"  ... all 8 asked at once (8 threads): p50 {result['rtt_concurrent_p50_ms']:.2f} ms, "
