@@ -26,6 +26,7 @@ else ``~/.config/arena/token``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -362,6 +363,63 @@ class ArenaClient:
         """``DELETE /agents/{id}``: retire one of your agents (needs its owner's token)."""
         return self.request("DELETE", f"/agents/{int(agent_id)}")
 
+    def publish(self, agent_id: int, published: bool = True) -> JSON:
+        """``PATCH /agents/{id}``: publish (or unpublish) one of your agents' weights; the agent."""
+        return self.request("PATCH", f"/agents/{int(agent_id)}", json={"published": bool(published)})
+
+    def agent_spec(self, agent_id: int) -> tuple[JSON, str]:
+        """``GET /agents/{id}/spec``: ``(spec, sha256 of its weights)`` of a published agent (or yours)."""
+        response = self._send("GET", f"/agents/{int(agent_id)}/spec")
+        return response.json(), response.headers.get("X-Arena-Sha256", "")
+
+    def agent_weights(self, agent_id: int) -> bytes:
+        """``GET /agents/{id}/weights``: the weights file's bytes (safetensors or ONNX), checked
+        against the sha256 the server sends with them."""
+        response = self._send("GET", f"/agents/{int(agent_id)}/weights")
+        data = response.content
+        sha = response.headers.get("X-Arena-Sha256", "")
+        if sha and hashlib.sha256(data).hexdigest() != sha:
+            raise ArenaError(f"the weights of agent {agent_id} arrived damaged (sha256 mismatch); try again")
+        return data
+
+    def pull_agent(self, agent_id: int, out_dir: str | os.PathLike = ".", *, stem: str | None = None,
+                   force: bool = False) -> Path:
+        """Download a published agent (or one of yours) as ``<stem>.safetensors`` (or ``.onnx``)
+        and ``<stem>.json`` in ``out_dir``, validated as ``file:`` opponents and submissions are.
+
+        Args:
+            agent_id: The agent.
+            out_dir: Where the two files go (created if missing).
+            stem: File name without suffix (default ``agent-<id>``).
+            force: Overwrite files that exist with other content.
+
+        Returns:
+            The weights file's path (``file:<path>`` names it for ``arena.gym`` and ``arena play``).
+
+        Raises:
+            ArenaHTTPError: 403 for someone else's private agent, 404 for one without weights.
+            InvalidSubmission: The downloaded files do not validate (nothing is written).
+            ArenaError: The files exist with other content and ``force`` is not set.
+        """
+        from agents.checkpoint import atomic_write
+
+        spec, sha = self.agent_spec(agent_id)
+        weights_file, spec_file = _pulled_paths(Path(out_dir), stem or f"agent-{int(agent_id)}", spec)
+        spec_bytes = (json.dumps(spec, indent=2) + "\n").encode()
+        if _same_file(weights_file, sha) and _same_bytes(spec_file, spec_bytes):
+            return weights_file  # already pulled: weights are immutable, identified by their sha256
+        if not force and (weights_file.exists() or spec_file.exists()):
+            raise ArenaError(f"{weights_file} or {spec_file} exists with other content; pass force=True (--force) "
+                             "to overwrite, or another --out folder")
+        data = self.agent_weights(agent_id)
+        if sha and hashlib.sha256(data).hexdigest() != sha:
+            raise ArenaError(f"agent {agent_id} changed while it was downloaded; try again")
+        _validate_download(data, spec)
+        weights_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(weights_file, data)
+        atomic_write(spec_file, spec_bytes)
+        return weights_file
+
     def history(self, agent_id: int) -> JSON:
         """``GET /agents/{id}/history``: the agent's rating over time."""
         return self._get(f"/agents/{int(agent_id)}/history")
@@ -586,6 +644,46 @@ def _weights_path(path: Path) -> Path:
     onnx = path.with_suffix(".onnx")
     safetensors = path.with_suffix(".safetensors")
     return onnx if onnx.exists() and not safetensors.exists() else safetensors
+
+
+def _pulled_paths(out_dir: Path, stem: str, spec: Mapping[str, Any]) -> tuple[Path, Path]:
+    """Where :meth:`ArenaClient.pull_agent` writes: ``<stem>.onnx`` or ``.safetensors``, ``<stem>.json``."""
+    if not stem or "/" in stem or "\\" in stem or stem.startswith("."):
+        raise ArenaError(f"file stem {stem!r} must be a plain file name")
+    suffix = ".onnx" if spec.get("arch") == "onnx" else ".safetensors"
+    return out_dir / f"{stem}{suffix}", out_dir / f"{stem}.json"
+
+
+def _validate_download(data: bytes, spec: Mapping[str, Any]) -> None:
+    """Check downloaded weights as the ``file:`` loaders will (never trust a server's bytes).
+
+    Raises:
+        InvalidSubmission: What is wrong with them.
+    """
+    from agents.checkpoint import DEFAULT_MAX_BYTES
+
+    if spec.get("arch") == "onnx":
+        from agents.onnx_agents.policy import validate_onnx_bytes
+
+        validate_onnx_bytes(data, dict(spec), DEFAULT_MAX_BYTES)
+    else:
+        from agents.checkpoint import load_checkpoint_bytes
+
+        load_checkpoint_bytes(data, dict(spec), max_bytes=DEFAULT_MAX_BYTES)
+
+
+def _same_file(path: Path, sha256: str) -> bool:
+    try:
+        return bool(sha256) and hashlib.sha256(path.read_bytes()).hexdigest() == sha256
+    except OSError:
+        return False
+
+
+def _same_bytes(path: Path, data: bytes) -> bool:
+    try:
+        return path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def _read_file(path: Path, what: str) -> bytes:

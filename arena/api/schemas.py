@@ -124,6 +124,16 @@ class AgentPublic(BaseModel):
         description="Expected rated matches until sigma reaches the placement target; 0 when "
         "settled, null for rejected/retired agents."
     )
+    published: bool = Field(
+        default=False, description="Its owner published its weights: anyone may download them "
+        "(GET /agents/{id}/weights and /spec). Private agents: only the owner and admins."
+    )
+
+
+class AgentUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    published: bool = Field(description="Publish (true) or unpublish (false) the agent's weights and spec.")
 
 
 class AgentsPublic(BaseModel):

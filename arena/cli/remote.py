@@ -74,7 +74,7 @@ def agent_table(agent: dict[str, Any]) -> Table:
     table.add_column("field", style="bold")
     table.add_column("value")
     for field in ("id", "name", "key", "env", "kind", "format", "arch", "owner", "status",
-                  "status_reason",
+                  "status_reason", "published",
                   "created_at", "queue_position", "expected_matches_to_settle"):
         if field in agent and agent[field] not in (None, ""):
             table.add_row(field, _fmt(agent[field]))
@@ -284,6 +284,43 @@ def agent_delete(
     with remote(server, token) as client:
         client.delete_agent(agent_id)
     console.print(f"agent {agent_id} deleted")
+
+
+@agent_app.command("publish")
+def agent_publish(
+    agent_id: int = typer.Argument(..., help="Agent id (one of yours)."),
+    private: bool = typer.Option(False, "--private", help="Unpublish: only you (and admins) may download it."),
+    server: str = _server_option(),
+    token: str | None = _token_option(),
+) -> None:
+    """Publish one of your agents' weights: anyone may then download it (`arena agent pull`)."""
+    with remote(server, token) as client:
+        agent = client.publish(agent_id, not private)
+    state = "published: anyone may download it" if agent.get("published") else "private"
+    console.print(f"agent {agent_id} ({agent.get('name')}) is {state}")
+
+
+@agent_app.command("pull")
+def agent_pull(
+    agent_id: int = typer.Argument(..., help="Agent id (a published agent, or one of yours)."),
+    out: Path = typer.Option(Path("."), help="Folder for agent-<id>.safetensors (or .onnx) and agent-<id>.json."),
+    force: bool = typer.Option(False, "--force", help="Overwrite files with other content."),
+    server: str = _server_option(),
+    token: str | None = _token_option(),
+) -> None:
+    """Download an agent's weights and spec side by side, validated; use them as `file:` opponents."""
+    with remote(server, token) as client:
+        try:
+            path = client.pull_agent(agent_id, out, force=force)
+        except ArenaHTTPError as exc:
+            if exc.status == 403:
+                fail(f"agent {agent_id} is private: its owner has not published it, so only they "
+                     f"(and admins) may download it (HTTP 403 from {server})")
+            raise
+        agent = client.agent(agent_id)
+    console.print(f"wrote [bold]{path}[/] and [bold]{path.with_suffix('.json')}[/] "
+                  f"(agent {agent_id}, {agent.get('name')}, {agent.get('env')})")
+    console.print(f"play against it: arena.gym.make({agent.get('env')!r}, opponents=['file:{path}'])")
 
 
 # -- matches -------------------------------------------------------------------------

@@ -13,9 +13,9 @@ An opponent list holds *entries*, each equally likely per episode:
         drawn more often (:func:`league.matchmaking.pfsp_weights`, ``squared``), from the
         win rates this env has observed (:class:`league.matchmaking.WinRateTable`).
     ``"arena:<agent_id>@<url>"``
-        A public agent of a running Arena. Fetching needs the published-agent download
-        (issue 22, item 2), which this server does not have yet: the name is parsed and
-        then refused with a message saying so.
+        A published agent of a running Arena (or one of your own, with your token):
+        downloaded once into a local cache through the API and loaded as a ``file:``
+        opponent (:mod:`arena.gym.published`).
     A :class:`~agents.policy.Policy` object
         Used as it is (its ``agent_id`` names it).
 
@@ -32,7 +32,6 @@ moves. The opponents' moves draw from :class:`~agents.policy.MatchRng` streams k
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +41,6 @@ import numpy as np
 from agents.policy import Policy, splitmix64
 from envs.errors import UnknownAgent
 
-ARENA_NAME = re.compile(r"^arena:(?P<agent_id>\d+)@(?P<url>https?://\S+)$")
 POOL_SUFFIXES = (".safetensors", ".onnx")
 # Salts of the per-episode draws (any distinct constants; changing one changes every plan).
 _SALT_TEAM = np.uint64(0x7EA3)
@@ -127,7 +125,6 @@ class Opponents:
             elif item.startswith("pfsp:"):
                 self._add(item, _pool_files(item[len("pfsp:"):]), pool=True)
             else:
-                _refuse_arena_name(item)
                 self._add(item, [item])
                 self.policy(len(self.members) - 1)  # fail now on a bad name, not mid-training
         if any(e.pool for e in self.entries):
@@ -146,8 +143,13 @@ class Opponents:
             from agents.catalog import make_policy
 
             name = self.members[member]
-            self._policies[member] = make_policy(name if not self._in_pool(member) else f"file:{name}",
-                                                 self.env_id)
+            if self._in_pool(member):
+                name = f"file:{name}"
+            elif name.startswith("arena:"):
+                from arena.gym.published import pull_published
+
+                name = f"file:{pull_published(name)}"
+            self._policies[member] = make_policy(name, self.env_id)
         return self._policies[member]
 
     def _in_pool(self, member: int) -> bool:
@@ -220,16 +222,3 @@ def _pool_files(directory: str) -> list[str]:
         raise UnknownAgent(f"pfsp:{directory}: the folder has no .safetensors or .onnx snapshots")
     return files
 
-
-def _refuse_arena_name(name: str) -> None:
-    """``arena:<id>@<url>`` names are recognised and refused until agents can be downloaded."""
-    if not name.startswith("arena:"):
-        return
-    match = ARENA_NAME.match(name)
-    if match is None:
-        raise UnknownAgent(f"{name!r}: an Arena agent is named arena:<agent_id>@<url>, "
-                           "e.g. arena:12@http://127.0.0.1:8000")
-    raise UnknownAgent(
-        f"{name}: fetching agent {match['agent_id']} from {match['url']} needs the published-agent "
-        "download of the Arena API (issue 22, item 2), which is not there yet; download its weights "
-        "and spec by hand and name them file:path/agent.safetensors (or .onnx) instead")

@@ -131,7 +131,7 @@ def agent_data(session: Session, agent_id: int) -> dict[str, Any] | None:
     return {
         "id": agent.id, "key": agent.key, "name": agent.name, "env": agent.env_id,
         "kind": agent.kind, "status": agent.status, "status_reason": agent.status_reason,
-        "role": agent.role if len(set(spec.roles)) > 1 else None,
+        "role": agent.role if len(set(spec.roles)) > 1 else None, "published": agent.published,
         **policy_format(repo.snapshot_specs(session, [sha]).get(sha) if sha else None),
         "created_at": iso(agent.created_at), "ratings": ratings,
         "history": chart_history(session, agent_id),

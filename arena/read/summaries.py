@@ -61,6 +61,7 @@ def agents_public(session: Session, agents: Sequence[repo.AgentInfo]) -> list[di
             "queue_position": queues.get(a.env_id, {}).get(a.id),
             "expected_matches_to_settle": matches_to_settle(a.status, [r.sigma for r in rated],
                                                             rating_envs[a.env_id]),
+            "published": a.published,
         })
     return out
 

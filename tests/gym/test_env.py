@@ -158,8 +158,8 @@ def test_file_and_pfsp_opponents(tmp_path):
 def test_bad_opponent_names_fail_at_construction():
     with pytest.raises(UnknownAgent, match="unknown agent"):
         arena.gym.make("connect_four-v3", opponents=["grandmaster"])
-    with pytest.raises(UnknownAgent, match="item 2"):
-        arena.gym.make("connect_four-v3", opponents=["arena:12@http://127.0.0.1:8000"])
+    with pytest.raises(UnknownAgent, match="cannot reach the Arena server"):  # nothing listens on port 1
+        arena.gym.make("connect_four-v3", opponents=["arena:12@http://127.0.0.1:1"])
     with pytest.raises(UnknownAgent, match="arena:<agent_id>@<url>"):
         arena.gym.make("connect_four-v3", opponents=["arena:twelve"])
     with pytest.raises(UnknownAgent, match="no such directory"):

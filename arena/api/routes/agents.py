@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from arena.agent_status import AgentStatus
-from arena.api.deps import ServicesDep, SessionDep, StateDep, WriterDep
+from arena.api.deps import Principal, ServicesDep, SessionDep, StateDep, WriterDep, optional_user
 from arena.api.errors import error_responses
-from arena.api.schemas import MAX_ID, AgentPublic, AgentsPublic, HistoryPublic
+from arena.api.schemas import MAX_ID, AgentPublic, AgentsPublic, AgentUpdate, HistoryPublic
 from arena.api.upload import read_form
 from arena.ladder.submissions import FIELD_HELP, form_limits, parse_submission, submit_agent
 from arena.read.summaries import agents_public
+from arena.snapshots.formats import weights_suffix
 from arena.storage.db import repositories as repo
 from envs.errors import Forbidden, InvalidParameter, UnknownAgent
 from envs.registry import get_spec, list_envs
 
 router = APIRouter(tags=["agents"])
 AgentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")]
+CallerDep = Annotated[Principal | None, Depends(optional_user)]
 
 _UPLOAD_SCHEMA = {
     "required": True,
@@ -45,6 +47,28 @@ def _agent(session: Session, agent_id: int) -> repo.AgentInfo:
     agent = repo.get_agent(session, agent_id)
     if agent is None:
         raise UnknownAgent(f"no agent with id {agent_id}")
+    return agent
+
+
+def _owned(agent: repo.AgentInfo, user: Principal | None) -> bool:
+    """Whether ``user`` is the agent's owner or an admin."""
+    return user is not None and (user.is_admin or (agent.owner_id is not None and agent.owner_id == user.user_id))
+
+
+def _downloadable(session: Session, agent_id: int, user: Principal | None) -> repo.AgentInfo:
+    """The agent if ``user`` may download its weights: published, or theirs (or an admin's ask).
+
+    Raises:
+        UnknownAgent: No such agent, or one without weights (builtin, connected, human).
+        Forbidden: A private agent of someone else.
+    """
+    agent = _agent(session, agent_id)
+    if agent.snapshot_sha256 is None:
+        raise UnknownAgent(f"agent {agent_id} is a {agent.kind} agent: it has no weights to download")
+    if not agent.published and not _owned(agent, user):
+        raise Forbidden(f"agent {agent_id} is private: its owner has not published its weights "
+                        "(an owner publishes with PATCH /api/v1/agents/{id} {\"published\": true} "
+                        "or `arena agent publish`)")
     return agent
 
 
@@ -125,6 +149,52 @@ def retire_agent(agent_id: AgentIdPath, user: WriterDep, services: ServicesDep) 
     services.sessions.write_transaction(retire, what=f"retiring agent {agent_id}")
     with services.sessions() as session:
         return AgentPublic(**agents_public(session, [_agent(session, agent_id)])[0])
+
+
+@router.patch("/agents/{agent_id}", response_model=AgentPublic,
+              responses=error_responses(400, 401, 403, 404, 422, 429))
+def update_agent(agent_id: AgentIdPath, body: AgentUpdate, user: WriterDep, services: ServicesDep) -> AgentPublic:
+    """Publish or unpublish an agent's weights (owner or admin): ``{"published": true}`` lets
+    anyone download them (``GET /agents/{id}/weights`` and ``/spec``)."""
+    def update(session: Session) -> None:
+        agent = _agent(session, agent_id)
+        if not _owned(agent, user):
+            raise Forbidden(f"agent {agent_id} is not yours; only its owner can publish it")
+        if agent.snapshot_sha256 is None:
+            raise InvalidParameter(f"agent {agent_id} is a {agent.kind} agent: it has no weights to publish")
+        repo.set_agent_published(session, agent_id, body.published)
+
+    services.sessions.write_transaction(update, what=f"publishing agent {agent_id}")
+    with services.sessions() as session:
+        return AgentPublic(**agents_public(session, [_agent(session, agent_id)])[0])
+
+
+@router.get("/agents/{agent_id}/weights", response_class=Response, responses={
+    **error_responses(401, 403, 404, 422),
+    200: {"content": {"application/octet-stream": {}},
+          "description": "The weights file: safetensors, or an ONNX model (`agent-{id}.safetensors` or "
+          "`.onnx`, header `X-Arena-Sha256`); its spec is `GET /agents/{id}/spec`."}})
+def weights(agent_id: AgentIdPath, session: SessionDep, services: ServicesDep, user: CallerDep) -> Response:
+    """Download a published agent's weights, byte for byte as submitted (the owner and admins:
+    any of their agents). Builtin and connected agents have none: 404."""
+    agent = _downloadable(session, agent_id, user)
+    data, spec = services.pool.get(agent.snapshot_sha256)
+    filename = f"agent-{agent_id}{weights_suffix(spec)}"
+    return Response(data, media_type="application/octet-stream",
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"',
+                             "X-Arena-Sha256": agent.snapshot_sha256})
+
+
+@router.get("/agents/{agent_id}/spec", responses=error_responses(401, 403, 404, 422))
+def spec(agent_id: AgentIdPath, session: SessionDep, user: CallerDep, response: Response) -> dict[str, Any]:
+    """A published agent's spec JSON (what sits beside its weights file as ``agent.json``); the
+    header ``X-Arena-Sha256`` names the weights it goes with."""
+    agent = _downloadable(session, agent_id, user)
+    stored = repo.snapshot_specs(session, [agent.snapshot_sha256]).get(agent.snapshot_sha256)
+    if stored is None:
+        raise UnknownAgent(f"agent {agent_id} has no stored spec")
+    response.headers["X-Arena-Sha256"] = agent.snapshot_sha256
+    return stored
 
 
 @router.get("/agents/{agent_id}/history", response_model=HistoryPublic,

@@ -139,6 +139,8 @@ class Agent(Base):
     updated_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, onupdate=utcnow, server_default=func.current_timestamp()
     )
+    # Anyone may download its weights and spec (migration 0009_published); else only its owner and admins.
+    published: Mapped[bool] = mapped_column(default=False, server_default=false())
 
 
 class Match(Base):

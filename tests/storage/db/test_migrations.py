@@ -30,7 +30,7 @@ def test_upgrade_from_empty_to_head_creates_every_table(db_url):
 
     upgrade(db_url)
 
-    assert current_revision(db_url) == head_revision() == "0008_connected"
+    assert current_revision(db_url) == head_revision() == "0009_published"
     assert _tables(db_url) == TABLES | {"alembic_version"}
 
 

@@ -20,6 +20,7 @@ from arena.storage.db.repositories.agents import (
     list_agents,
     page_agents,
     queue_positions,
+    set_agent_published,
     set_agent_status,
     waiting_agents,
 )
@@ -212,6 +213,7 @@ __all__ = [
     "requeue_running_probes",
     "revoke_api_token",
     "seat_counts",
+    "set_agent_published",
     "set_agent_status",
     "set_probe_progress",
     "snapshot_specs",

@@ -31,6 +31,8 @@ class AgentInfo:
     updated_at: datetime
     role: str | None = None
     """The role it plays for its whole team; ``None``: every role of its env."""
+    published: bool = False
+    """Anyone may download its weights and spec; else only its owner and admins."""
 
     def plays(self, role: str) -> bool:
         """Whether this agent takes ``role``'s seats on its ladder."""
@@ -251,6 +253,19 @@ def set_agent_status(
     if current is None:
         raise UnknownAgent(f"no agent with id {agent_id}")
     return current == target.value
+
+
+def set_agent_published(session: Session, agent_id: int, published: bool) -> None:
+    """Publishes (or unpublishes) an agent's weights; ``updated_at`` moves only on a change.
+
+    Raises:
+        UnknownAgent: No agent has id ``agent_id``.
+    """
+    stmt = (update(Agent).where(Agent.id == agent_id, Agent.published != published)
+            .values(published=published, updated_at=utcnow()).execution_options(synchronize_session=False))
+    changed = session.execute(stmt).rowcount
+    if not changed and session.execute(select(Agent.id).where(Agent.id == agent_id)).first() is None:
+        raise UnknownAgent(f"no agent with id {agent_id}")
 
 
 def agent_keys(session: Session, agent_ids: Collection[int]) -> dict[int, tuple[str, str]]:
