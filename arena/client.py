@@ -603,14 +603,54 @@ class ArenaClient:
         return self._get(f"/matches/{match_id}")
 
     def challenge(self, env: str, agents: list[int] | tuple[int, ...], matches: int = 2,
-                  rated: bool = False) -> JSON:
-        """``POST /challenges``: play ``matches`` between agents now (one agent id per team).
+                  rated: bool = False, *, wait: bool = True, timeout: float = 600.0, interval: float = 0.25,
+                  on_progress: Callable[[JSON], None] | None = None) -> JSON:
+        """``POST /challenges``: queue ``matches`` between agents (one agent id per team); the
+        server's background service plays them.
+
+        Args:
+            wait: Poll ``GET /challenges/{id}`` until it is done or failed.
+            timeout: Seconds to wait at most.
+            interval: Seconds between polls (grows to at most 2 s).
+            on_progress: Called with the challenge after every poll (a progress bar).
 
         Returns:
-            ``{match_ids, results}``.
+            The challenge: ``{id, status, match_ids, recorded, results, rated, ...}``; with
+            ``wait`` its status is ``done`` (``results`` filled) or ``failed`` (``error``).
+
+        Raises:
+            ArenaTimeout: ``wait`` and it was still queued or playing after ``timeout``.
         """
         body = {"env": env, "agents": [int(a) for a in agents], "matches": matches, "rated": rated}
-        return self.request("POST", "/challenges", json=body)
+        queued = self.request("POST", "/challenges", json=body)
+        if not wait:
+            return queued
+        return self.wait_for_challenge(queued["id"], timeout=timeout, interval=interval, on_progress=on_progress)
+
+    def challenge_status(self, challenge_id: str) -> JSON:
+        """``GET /challenges/{id}``: a challenge's status, progress and (once done) results."""
+        return self._get(f"/challenges/{challenge_id}")
+
+    def wait_for_challenge(self, challenge_id: str, timeout: float = 600.0, interval: float = 0.25,
+                           on_progress: Callable[[JSON], None] | None = None) -> JSON:
+        """Polls ``GET /challenges/{id}`` until it is ``done`` or ``failed``; the challenge.
+
+        Raises:
+            ArenaTimeout: Still queued or playing after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            challenge = self.challenge_status(challenge_id)
+            if on_progress is not None:
+                on_progress(challenge)
+            if challenge.get("status") in ("done", "failed"):
+                return challenge
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ArenaTimeout(f"challenge {challenge_id} is still {challenge.get('status')!r} after "
+                                   f"{timeout:g} s (is the server's background service running?)")
+            time.sleep(min(interval, left))
+            interval = min(interval * 1.5, 2.0)
 
     def probe(self, agent_id: int, budget_env_steps: int | None = None, seed: int = 0) -> JSON:
         """``POST /agents/{id}/probes``: queue an exploitability probe (owner or admin); the probe."""
@@ -705,3 +745,12 @@ def _spec_text(spec: str | os.PathLike | bytes | Mapping[str, Any]) -> str:
         return spec
     path = Path(spec)
     return _read_file(path, "spec file (expected beside the weights)").decode("utf-8", errors="replace")
+
+
+def __getattr__(name: str) -> Any:
+    """``arena.client.LeagueClient``: the league API's client (:mod:`arena.league_client`), imported on use."""
+    if name in ("LeagueClient", "Opponent"):
+        import arena.league_client
+
+        return getattr(arena.league_client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

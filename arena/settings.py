@@ -30,7 +30,7 @@ Every field has a default that works on a fresh machine::
     ARENA_WRITES_PER_MINUTE           60 writes per user
     ARENA_CLIENT_WRITES_PER_MINUTE    600 writes per client address
     ARENA_CHALLENGE_MATCHES_PER_HOUR  2000 challenge matches per user
-    ARENA_CHALLENGES_IN_FLIGHT        2 challenges per user at a time
+    ARENA_CHALLENGES_IN_FLIGHT        2 challenges per user queued or playing at a time
     ARENA_CONNECTED_PER_USER          16 live connected-agent sockets per user (per API process)
     ARENA_CONNECTED_SOCKETS_PER_ADDRESS  64 open agent sockets per client address (per API process)
     (a limit of 0 turns it off; the admin token is never limited)
@@ -138,7 +138,7 @@ class Settings(BaseSettings):
         default=2000, ge=0, description="Challenge matches a user may ask for per hour (0: off)."
     )
     challenges_in_flight: int = Field(
-        default=2, ge=0, description="Challenges of one user being played at the same time (0: off)."
+        default=2, ge=0, description="Challenges of one user queued or being played at the same time (0: off)."
     )
     connected_per_user: int = Field(
         default=16, ge=1, description="Live connected-agent connections one user may hold (per API process)."

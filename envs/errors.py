@@ -61,6 +61,10 @@ class UnknownMatch(ArenaError):
     """A match id that is not in the match log."""
 
 
+class UnknownChallenge(ArenaError):
+    """A challenge id that was never queued, or whose record has expired."""
+
+
 class ServiceUnavailable(ArenaError):
     """A backing service (database, Redis) did not answer within the bounded wait."""
 

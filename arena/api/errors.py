@@ -32,6 +32,7 @@ from envs.errors import (
     ServiceUnavailable,
     TooManyRequests,
     UnknownAgent,
+    UnknownChallenge,
     UnknownEnv,
     UnknownMatch,
 )
@@ -68,6 +69,7 @@ STATUS_CODES: dict[type[ArenaError], int] = {
     UnknownEnv: 404,
     UnknownAgent: 404,
     UnknownMatch: 404,
+    UnknownChallenge: 404,
     ReplayNotKept: 410,
     SnapshotNotFound: 404,
     Conflict: 409,

@@ -16,8 +16,9 @@ never limited):
 * writes per user per minute, and per client address per minute (sign-ups and
   anonymous writes, such as a guest opening a game, included);
 * submissions per user per env per UTC day (Kaggle-style daily quota);
-* challenge matches per user per hour, and challenges per user in flight, so nobody
-  can keep the server's match workers to themselves.
+* challenge matches per user per hour, and challenges per user in flight (queued or
+  being played by the background service), so nobody can keep the server's match
+  workers to themselves.
 
 If Redis does not answer, requests are let through (and a warning logged): the limits
 protect the service, they must not take it down.
@@ -151,16 +152,17 @@ class Limits:
             self.give_back(taken)
             raise
 
-    @contextmanager
-    def in_flight(self, name: str, subject: str, limit: int, what: str) -> Iterator[None]:
-        """At most ``limit`` blocks of kind ``name`` of ``subject`` at a time (0: no limit).
+    def hold(self, name: str, subject: str, limit: int, what: str) -> list[Taken]:
+        """Count one more ``name`` of ``subject`` in flight, at most ``limit`` at a time (0: no limit).
+
+        Returns:
+            What to :meth:`give_back` when it ends (empty: nothing was counted).
 
         Raises:
-            TooManyRequests: ``limit`` are running already (``Retry-After: 1``).
+            TooManyRequests: ``limit`` are in flight already (``Retry-After: 1``); nothing stays counted.
         """
         if limit <= 0:
-            yield
-            return
+            return []
         key = self.keys.busy(name, subject)
         try:
             with self.client.pipeline() as pipe:
@@ -169,17 +171,26 @@ class Limits:
                 running = int(pipe.execute()[0])
         except redis.RedisError as exc:
             log.warning("in-flight limit not applied: Redis did not answer (%s)", exc)
-            running = 0
-        if not running:
-            yield
-            return
+            return []
+        held = [Taken(key, 1)]
+        if running > limit:
+            self.give_back(held)
+            raise TooManyRequests(f"too many requests: at most {limit} {what} at a time; "
+                                  "wait for one to finish", 1)
+        return held
+
+    @contextmanager
+    def in_flight(self, name: str, subject: str, limit: int, what: str) -> Iterator[None]:
+        """At most ``limit`` blocks of kind ``name`` of ``subject`` at a time (0: no limit).
+
+        Raises:
+            TooManyRequests: ``limit`` are running already (``Retry-After: 1``).
+        """
+        held = self.hold(name, subject, limit, what)
         try:
-            if running > limit:
-                raise TooManyRequests(f"too many requests: at most {limit} {what} at a time; "
-                                      "wait for one to finish", 1)
             yield
         finally:
-            self.give_back([Taken(key, 1)])
+            self.give_back(held)
 
     # -- the service's limits ---------------------------------------------------------
     def sign_up(self, client: str) -> None:
@@ -199,8 +210,18 @@ class Limits:
         return self.reserved((self.submissions, f"{user_id}:{env_id}", 1))
 
     @contextmanager
-    def challenge(self, user_id: int, matches: int) -> Iterator[None]:
-        """The block playing a challenge of ``matches`` matches for ``user_id``."""
-        with self.in_flight("challenges", str(user_id), self.challenges_in_flight, "challenges being played"), \
-                self.reserved((self.challenge_matches, str(user_id), matches)):
-            yield
+    def challenge(self, user_id: int, matches: int) -> Iterator[list[Taken]]:
+        """The block queueing a challenge of ``matches`` matches for ``user_id``.
+
+        Yields the challenge's in-flight hold: the block hands it to the queued challenge,
+        whose player gives it back when the challenge is done or failed (not when the
+        request returns), so a user has at most ``ARENA_CHALLENGES_IN_FLIGHT`` challenges
+        queued or being played. If the block raises, everything is given back.
+        """
+        held = self.hold("challenges", str(user_id), self.challenges_in_flight, "challenges queued or being played")
+        try:
+            with self.reserved((self.challenge_matches, str(user_id), matches)):
+                yield held
+        except BaseException:
+            self.give_back(held)
+            raise

@@ -191,9 +191,20 @@ class ChallengeCreate(BaseModel):
 
 
 class ChallengePublic(BaseModel):
-    match_ids: list[str]
-    results: list[MatchSummary]
-    rated: bool = Field(description="Whether the matches moved ratings (only an admin's rated challenge does).")
+    id: str = Field(description="Poll GET /challenges/{id} for its status and, once done, its results.")
+    status: Literal["queued", "playing", "done", "failed"] = Field(
+        description="queued (waiting for the background service), playing, done (results filled) or failed "
+        "(error says why)."
+    )
+    env: str
+    agents: list[int] = Field(description="Agent id per team, in team order.")
+    rated: bool = Field(description="Whether the matches move ratings (only an admin's rated challenge does).")
+    match_ids: list[str] = Field(description="Every match's id, fixed when the challenge was queued.")
+    recorded: int = Field(description="Its matches recorded so far (progress).")
+    results: list[MatchSummary] = Field(description="The matches, in match_ids order, once done (else empty).")
+    error: str | None = Field(default=None, description="Why it failed.")
+    created_at: datetime
+    finished_at: datetime | None = None
 
 
 class AgentRanksPublic(BaseModel):

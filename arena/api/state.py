@@ -25,7 +25,6 @@ from starlette.concurrency import run_in_threadpool
 from arena.api.limits import Limits
 from arena.read.boards import BoardCache, VersionedCache
 from arena.read.frames import FrameCache
-from arena.snapshots.cache import SnapshotCache
 from arena.storage.db import repositories as repo
 from arena.storage.db.repositories.dialect import dialect_name
 from arena.storage.wiring import Services
@@ -146,8 +145,6 @@ class ApiState:
     _sqlite: bool = field(init=False, repr=False)
     _reader: ThreadPoolExecutor | None = field(default=None, repr=False)
     _ahead: dict[Hashable, asyncio.Future[Any]] = field(default_factory=dict, repr=False)
-    _policies: SnapshotCache | None = field(default=None, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         self.fresh_s = self.services.settings.page_cache_s
@@ -197,15 +194,3 @@ class ApiState:
     def saw_match(self, seq: int) -> None:
         """Notes that a read returned match ``seq``."""
         self.newest_match_seq = max(self.newest_match_seq, seq)  # a race keeps a smaller one: safe
-
-    @property
-    def policies(self) -> SnapshotCache:
-        """Neural policies for challenges: a bounded LRU over the snapshot pool."""
-        with self._lock:
-            if self._policies is None:
-                settings = self.services.settings
-                self._policies = SnapshotCache(
-                    self.services.pool, capacity=settings.snapshot_cache_size,
-                    max_bytes=settings.max_upload_bytes,
-                )
-            return self._policies

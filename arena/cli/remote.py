@@ -29,6 +29,7 @@ from arena.client import (
     ArenaClient,
     ArenaConnectionError,
     ArenaHTTPError,
+    ArenaTimeout,
     save_token,
 )
 from envs.errors import ArenaError
@@ -334,17 +335,34 @@ def challenge(
     rated: bool = typer.Option(False, "--rated/--unrated",
                                help="Move ratings: admins only (the server's ARENA_ADMIN_TOKEN); a user's "
                                "challenge is unrated and --rated is refused (403)."),
+    timeout: float = typer.Option(600.0, help="Seconds to wait for the server to play it."),
     server: str = _server_option(),
     token: str | None = _token_option(),
 ) -> None:
-    """Play matches between two agents now and print the results.
+    """Play matches between two agents and print the results.
 
-    A user's challenge is unrated: it shows in both agents' match history and moves no
-    rating (ratings come only from the ladder's own pairings).
+    The server queues the challenge and its background service plays it; this follows
+    it with a progress bar. A user's challenge is unrated: it shows in both agents' match
+    history and moves no rating (ratings come only from the ladder's own pairings).
     """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with remote(server, token) as client:
         env = env or client.agent(agent_a)["env"]
-        result = client.challenge(env, [agent_a, agent_b], matches=matches, rated=rated)
+        queued = client.challenge(env, [agent_a, agent_b], matches=matches, rated=rated, wait=False)
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task(f"challenge {queued['id'][:8]}: {queued['status']}", total=len(queued["match_ids"]))
+
+            def show(c: dict[str, Any]) -> None:
+                bar.update(task, completed=c.get("recorded", 0), description=f"challenge {c['id'][:8]}: {c['status']}")
+
+            try:
+                result = client.wait_for_challenge(queued["id"], timeout=timeout, on_progress=show)
+            except ArenaTimeout as exc:
+                fail(f"{exc}; GET /api/v1/challenges/{queued['id']} shows it later", 1)
+    if result["status"] == "failed":
+        fail(f"challenge {result['id']} failed: {result.get('error')}", 1)
     console.print(results_table(result.get("results") or [], f"challenge {agent_a} vs {agent_b}"))
     recorded = "(rated)" if result.get("rated", rated) else "(unrated): no rating moved"
     console.print(f"{len(result.get('match_ids') or [])} matches recorded {recorded}")

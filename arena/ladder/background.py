@@ -22,6 +22,9 @@ One loop, on its own thread:
 3. **People.** Play requests from the browser (``POST /agents/{id}/play``) are popped
    by a small thread of their own (:class:`~arena.ladder.people.HumanMatchQueue`) and
    played, unrated, in the connected lane, whatever the loop is doing.
+4. **Challenges.** ``POST /challenges`` only queues them; a small thread of their own
+   (:class:`~arena.ladder.challenge_queue.ChallengeQueue`) pops them and plays them in
+   the connected lane too, and queues again those a dead service left unfinished.
 
 (:mod:`arena.ladder.demo` fills an empty database with agents to watch.)
 """
@@ -41,6 +44,7 @@ from arena.agent_status import ACTIVE, AgentStatus
 from arena.engine import MatchEngine
 from arena.engine.plan import plan_matches
 from arena.engine.records import Termination
+from arena.ladder.challenge_queue import ChallengeQueue
 from arena.ladder.dispatch import CONNECTED_KINDS, Ladder, LadderConfig, agent_source, open_ladder, waiting_reason
 from arena.ladder.lane import ConnectedLane
 from arena.ladder.pacing import LadderPacer, PacingConfig, pacing_from_settings
@@ -131,6 +135,7 @@ class BackgroundService:
         self.engine = MatchEngine(time_budget_s=VALIDATION_TIME_BUDGET_S)
         self.lane = ConnectedLane(services)
         self.people = HumanMatchQueue(services, self.lane)
+        self.challenges = ChallengeQueue(services, self.lane)
         self.broker = services.connected_policies().broker
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -314,6 +319,7 @@ class BackgroundService:
         self._thread = threading.Thread(target=self.run, name="arena-service", daemon=True)
         self._thread.start()
         self.people.start()
+        self.challenges.start()
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -321,5 +327,6 @@ class BackgroundService:
         if self._thread is not None:
             self._thread.join(timeout)
         self.people.stop()
+        self.challenges.stop()
         self.lane.close()
         self.engine.close()

@@ -12,7 +12,10 @@ other matches. The lane plays on its own threads, each with its own engine:
 * **human matches** (the browser's Play button): one match, a person against an agent,
   recorded unrated (:mod:`arena.read.humans` rates people on their own board, against
   the agents' ratings at the time, so nobody can move an agent's rating by choosing
-  whom to play).
+  whom to play);
+* **challenges** (``POST /challenges``, queued by the API, :mod:`arena.ladder.challenges`):
+  up to 100 matches between given agents, connected ones included, played in chunks,
+  each chunk recorded by the caller's function as it ends.
 
 When a batch is recorded the lane marks its env, and the service reloads that ladder's
 ratings before it plans again.
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
@@ -39,21 +42,28 @@ log = logging.getLogger(__name__)
 LANE = "connected"
 LANE_SEED_SALT = 0x5EED_C0_4E
 """Mixed into the lane's master seed so its matches never share seeds with the main ladder's."""
+CHALLENGE_CHUNK = 10
+"""A challenge's matches are played and recorded this many at a time (its progress; and
+a challenge taken over after its service died replays at most one chunk's work)."""
 
 
 class ConnectedLane:
-    """Threads that play connected agents' ladder batches and people's matches.
+    """Threads that play connected agents' ladder batches, people's matches and challenges.
 
     Args:
         services: The service's database, Redis and pool.
         ladder_threads: Envs whose connected batches may play at once.
         human_threads: People's matches that may play at once.
+        challenge_threads: Challenges that may play at once.
     """
 
-    def __init__(self, services: Services, ladder_threads: int = 4, human_threads: int = 16) -> None:
+    def __init__(self, services: Services, ladder_threads: int = 4, human_threads: int = 16,
+                 challenge_threads: int = 2) -> None:
         self.services = services
+        self.challenge_threads = challenge_threads
         self._ladders = ThreadPoolExecutor(ladder_threads, thread_name_prefix="connected-lane")
         self._humans = ThreadPoolExecutor(human_threads, thread_name_prefix="human-match")
+        self._challenges = ThreadPoolExecutor(challenge_threads, thread_name_prefix="challenge")
         self._busy: dict[str, Future] = {}
         self._recorded: set[str] = set()
         self._lock = threading.Lock()
@@ -117,9 +127,29 @@ class ConnectedLane:
 
         return self._humans.submit(_logged(play, f"human match {job.match_id}"))
 
+    def play_challenge(self, env_id: str, jobs: Sequence[MatchJob], sources: dict[str, AgentSource],
+                       record: Callable[[list[MatchRecord]], object], rated: bool) -> Future:
+        """Play ``jobs`` in the background, :data:`CHALLENGE_CHUNK` at a time, handing each
+        chunk's records to ``record`` (which stores them) as it ends; the future holds how
+        many were played. ``rated``: the records move ratings, so the env's ladder reloads
+        them before it plans again."""
+
+        def play() -> int:
+            for start in range(0, len(jobs), CHALLENGE_CHUNK):
+                batch = MatchBatch(env_id, list(jobs[start:start + CHALLENGE_CHUNK]), sources)
+                [(_, records)] = self._runner().run([batch])
+                record(records)
+                if rated:
+                    with self._lock:
+                        self._recorded.add(env_id)
+            return len(jobs)
+
+        return self._challenges.submit(_logged(play, f"{env_id} challenge"))
+
     def close(self) -> None:
         self._ladders.shutdown(wait=False, cancel_futures=True)
         self._humans.shutdown(wait=False, cancel_futures=True)
+        self._challenges.shutdown(wait=False, cancel_futures=True)
 
 
 def _logged(work: Callable, what: str) -> Callable:

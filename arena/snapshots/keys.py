@@ -25,11 +25,21 @@ Layout (``prefix`` is ``"arena"`` in the service; tests use a unique prefix each
     {prefix}:people:token:{sha256}
                                  STRING  the human agent id a play token may connect
                                          as (expires; keyed by the token's sha256)
+    {prefix}:challenge:{id}      HASH    one challenge: request (JSON), status, heartbeat,
+                                         attempts, recorded, error, finished (expires
+                                         once it is done or failed)
+    {prefix}:challenges:queue    LIST    ids of queued challenges, popped by the service
+    {prefix}:challenges:open     SET     ids of challenges queued or being played
+    {prefix}:fp:{positions}:{sha256}
+                                 STRING  a snapshot's clone fingerprint (float32 action
+                                         probabilities) on position set ``positions``
+                                         (expires; recomputed from the snapshot)
 
 A pool is a league or an env id (``connect_four-v3``, ``league:7``). Keys hold no
 state that cannot be rebuilt from the durable snapshot store (the limit counters
 are allowed to be lost: losing them only forgives some requests; so are people's
-play requests and tokens: losing them only ends games that had not finished).
+play requests and tokens: losing them only ends games that had not finished; a
+challenge lost with its Redis was not played, or its recorded matches stay in the log).
 A limit's subject is a user id, a client address or ``{user id}:{env id}``.
 """
 
@@ -46,6 +56,7 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _POOL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _LIMIT_PART = re.compile(r"^[A-Za-z0-9_.:+-]{1,160}$")
+_DIGEST = re.compile(r"^[0-9a-f]{16}$")
 
 
 def check_sha256(sha256: str) -> str:
@@ -140,6 +151,24 @@ class RedisKeys:
     def play_token(self, token_sha256: str) -> str:
         """STRING: the human agent a play token (given by its sha256) may connect as."""
         return f"{self.prefix}:people:token:{check_sha256(token_sha256)}"
+
+    def challenge(self, challenge_id: str) -> str:
+        """HASH of one challenge: its request, status, heartbeat, progress (:mod:`arena.ladder.challenges`)."""
+        return f"{self.prefix}:challenge:{_limit_part(challenge_id)}"
+
+    def challenge_queue(self) -> str:
+        """LIST of queued challenge ids, popped by the background service."""
+        return f"{self.prefix}:challenges:queue"
+
+    def challenges_open(self) -> str:
+        """SET of the ids of challenges queued or being played (what a service start looks through)."""
+        return f"{self.prefix}:challenges:open"
+
+    def fingerprint(self, positions: str, sha256: str) -> str:
+        """STRING: a snapshot's fingerprint on the position set ``positions`` (its digest)."""
+        if not isinstance(positions, str) or not _DIGEST.match(positions):
+            raise ValueError(f"expected a position set digest of 16 lowercase hex digits, got {positions!r}")
+        return f"{self.prefix}:fp:{positions}:{check_sha256(sha256)}"
 
 
 def _limit_part(text: str) -> str:

@@ -10,7 +10,9 @@ from fastapi.testclient import TestClient
 
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
+from arena.ladder.challenge_queue import ChallengeQueue
 from arena.ladder.dispatch import LadderConfig, open_ladder
+from arena.ladder.lane import ConnectedLane
 from arena.runners import AgentSource, InProcessRunner
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
@@ -68,6 +70,34 @@ def seed_ladder(services: Services, keys: list[str], matches: int, env: str = EN
     finally:
         runner.close()
     return dict(ladder.agent_ids)
+
+
+def play_challenges(services: Services) -> int:
+    """Play every queued challenge as the background service does (its challenge queue,
+    one challenge at a time, on a lane of its own); returns how many ended (done or failed).
+
+    The API tests run no background service: a challenge stays queued until this runs."""
+    lane = ConnectedLane(services)
+    queue = ChallengeQueue(services, lane)
+    ended = 0
+    try:
+        while (future := queue.take()) is not None:
+            future.exception(timeout=300)  # waits; a failed challenge says why in its record
+            ended += 1
+    finally:
+        lane.close()
+    return ended
+
+
+def challenge(client: TestClient, services: Services, body: dict[str, Any], token: str) -> dict[str, Any]:
+    """``POST /challenges`` (202), play the queue, then ``GET`` it: the challenge, done or failed."""
+    queued = client.post(f"{API}/challenges", json=body, headers=auth(token))
+    assert queued.status_code == 202, queued.text
+    assert queued.headers["Location"] == f"{API}/challenges/{queued.json()['id']}"
+    play_challenges(services)
+    ended = client.get(queued.headers["Location"])
+    assert ended.status_code == 200, ended.text
+    return ended.json()
 
 
 def stored_state(services: Services) -> dict[str, Any]:

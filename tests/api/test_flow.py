@@ -10,7 +10,7 @@ from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.runners import InProcessRunner
 from arena.storage.db import repositories as repo
 from tests.api.conftest import ADMIN_TOKEN
-from tests.api.helpers import API, ENV, auth, checkpoint, new_user, seed_ladder, upload
+from tests.api.helpers import API, ENV, auth, challenge, checkpoint, new_user, seed_ladder, upload
 
 BUILTINS = ["heuristic", "heuristic:epsilon=0.5", "random"]
 
@@ -113,20 +113,18 @@ def test_sign_up_submit_rank_play_and_retire(client, services):
     service.process_submissions()
     service.stop()
     assert client.get(f"{API}/agents/{agent['id']}").json()["status"] == "placement"  # validated
-    rated = client.post(f"{API}/challenges", json=body, headers=auth(ADMIN_TOKEN))  # the operator may rate
-    assert rated.status_code == 201, rated.text
-    assert rated.json()["rated"] is True
-    results = rated.json()["results"]
-    assert rated.json()["match_ids"] == [m["id"] for m in results] and len(results) == 4
+    rated = challenge(client, services, body, ADMIN_TOKEN)  # the operator may rate
+    assert rated["status"] == "done" and rated["rated"] is True
+    results = rated["results"]
+    assert rated["match_ids"] == [m["id"] for m in results] and len(results) == 4
     assert [m["agent_ids"] for m in results] == [[agent["id"], ids["random"]],
                                                  [ids["random"], agent["id"]]] * 2
     rating = client.get(f"{API}/agents/{agent['id']}").json()["ratings"]
     assert len(rating) == 1 and rating[0]["games"] == 4
     assert len(client.get(f"{API}/agents/{agent['id']}/history").json()["data"]) == 4
-    unrated = client.post(f"{API}/challenges", headers=auth(token),
-                          json={**body, "rated": False, "matches": 3})
-    assert unrated.status_code == 201 and unrated.json()["rated"] is False
-    for m in unrated.json()["results"]:
+    unrated = challenge(client, services, {**body, "rated": False, "matches": 3}, token)
+    assert unrated["status"] == "done" and unrated["rated"] is False and len(unrated["results"]) == 3
+    for m in unrated["results"]:
         assert client.get(f"{API}/matches/{m['id']}").json()["rated"] is False
     after = client.get(f"{API}/agents/{agent['id']}").json()["ratings"]
     assert after == rating  # unrated matches never move a rating

@@ -17,7 +17,17 @@ from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.redis_server import free_port
 from tests.api.conftest import ADMIN_TOKEN
-from tests.api.helpers import API, ENV, auth, checkpoint, new_user, seed_ladder, stored_state, upload
+from tests.api.helpers import (
+    API,
+    ENV,
+    auth,
+    checkpoint,
+    new_user,
+    play_challenges,
+    seed_ladder,
+    stored_state,
+    upload,
+)
 
 on_sqlite = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -103,11 +113,13 @@ def test_challenge_matches_per_user_per_hour(client, services):
     ids = seed_ladder(services, ["heuristic", "random"], 20)
     token = new_user(client, "alice")
     body = {"env": ENV, "agents": [ids["heuristic"], ids["random"]]}
-    assert client.post(f"{API}/challenges", json={**body, "matches": 4}, headers=auth(token)).status_code == 201
+    assert client.post(f"{API}/challenges", json={**body, "matches": 4}, headers=auth(token)).status_code == 202
+    assert play_challenges(services) == 1
     before = matches_stored(services)
     refused(client.post(f"{API}/challenges", json={**body, "matches": 2}, headers=auth(token)), 3600)
-    assert matches_stored(services) == before
-    assert client.post(f"{API}/challenges", json={**body, "matches": 1}, headers=auth(token)).status_code == 201
+    assert play_challenges(services) == 0  # nothing was queued
+    assert client.post(f"{API}/challenges", json={**body, "matches": 1}, headers=auth(token)).status_code == 202
+    assert play_challenges(services) == 1
     assert matches_stored(services) == before + 1
 
 
@@ -119,15 +131,20 @@ def test_challenges_in_flight_per_user(client, services):
     with services.sessions() as session:
         alice = repo.get_user_by_name(session, "alice").id
     body = {"env": ENV, "agents": [ids["heuristic"], ids["random"]], "matches": 1}
-    limits = client.app.state.api.limits
+    held = services.pool.keys.busy("challenges", str(alice))
     before = matches_stored(services)
-    with limits.challenge(alice, 1):  # alice's first challenge is being played
-        assert refused(client.post(f"{API}/challenges", json=body, headers=auth(token)), 1) == 1
-        assert matches_stored(services) == before
-        other = client.post(f"{API}/challenges", json=body, headers=auth(new_user(client, "bob")))
-        assert other.status_code == 201  # bob is not held up by alice
-    assert client.post(f"{API}/challenges", json=body, headers=auth(token)).status_code == 201
+    first = client.post(f"{API}/challenges", json=body, headers=auth(token))
+    assert first.status_code == 202 and first.json()["status"] == "queued"
+    assert services.redis.get(held) == b"1"  # held by her queued challenge, though its request returned
+    assert refused(client.post(f"{API}/challenges", json=body, headers=auth(token)), 1) == 1
+    other = client.post(f"{API}/challenges", json=body, headers=auth(new_user(client, "bob")))
+    assert other.status_code == 202  # bob is not held up by alice
+    assert play_challenges(services) == 2
+    assert services.redis.get(held) is None  # given back when her challenge was done
     assert matches_stored(services) == before + 2
+    assert client.post(f"{API}/challenges", json=body, headers=auth(token)).status_code == 202
+    assert play_challenges(services) == 1
+    assert matches_stored(services) == before + 3
 
 
 def test_limits_let_requests_through_while_redis_is_down(tmp_path):

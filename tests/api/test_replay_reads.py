@@ -10,7 +10,7 @@ from sqlalchemy import select
 from arena.storage.db import repositories as repo
 from arena.storage.db.models import Base
 from tests.api.conftest import ADMIN_TOKEN
-from tests.api.helpers import API, auth, checkpoint, new_user, seed_ladder, upload
+from tests.api.helpers import API, auth, challenge, checkpoint, new_user, seed_ladder, upload
 
 
 def _stored(services) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def test_only_an_owner_or_an_admin_keeps_a_replay_by_viewing_it(client, services
     weights, spec, _ = checkpoint(seed=1)
     agent = upload(client, ada, weights, spec).json()
     body = {"env": "tictactoe-v3", "agents": [ids["heuristic"], ids["random"]], "matches": 1}
-    builtin_match = client.post(f"{API}/challenges", json=body, headers=auth(bob)).json()["match_ids"][0]
+    builtin_match = challenge(client, services, body, bob)["match_ids"][0]
     with services.sessions() as session:
         ladder_match = repo.match_history(session, agent_id=ids["random"], limit=1).matches[0].id
     assert agent["status"] == "queued"  # no matches of ada's yet: she owns no seat of either match

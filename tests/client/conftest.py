@@ -3,7 +3,8 @@
 The server runs ``create_app(services)`` over real services (a migrated database from
 ``migrated_db_url``, the embedded Redis from ``redis_url``), as ``arena serve`` wires
 them, minus the background scheduler: submitted agents stay ``queued`` unless a test
-advances them itself.
+advances them itself. Only the scheduler's challenge queue runs (a challenge is played
+by the background service, never by the request).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from arena.ladder.challenge_queue import ChallengeQueue
+from arena.ladder.lane import ConnectedLane
 from arena.settings import Settings
 from arena.storage.wiring import Services, open_services
 from tests.api.helpers import RAISED_LIMITS
@@ -39,10 +42,14 @@ def arena(tmp_path: Path, migrated_db_url: str, redis_url: str) -> Iterator[Aren
                         **RAISED_LIMITS)
     with open_services(settings) as services:
         server = LiveServer(create_app(services))
+        lane = ConnectedLane(services)
+        challenges = ChallengeQueue(services, lane, poll_s=0.1).start()
         try:
             yield Arena(server.url, services, data_dir)
         finally:
             server.stop()
+            challenges.stop()
+            lane.close()
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services, open_services
 from envs.errors import UnknownEnv
 from envs.registry import builtin_env_ids, get_spec
+from tests.api.helpers import challenge
 
 API = "/api/v1"
 HS = "hide_and_seek-v0"
@@ -108,8 +109,8 @@ def test_a_hider_and_a_seeker_submitted_via_the_api_are_rated_on_per_role_boards
     # spec (from the hider's upload) says hider.
     ids = [hider.json()["id"], seeker.json()["id"]]
     body = {"env": HS, "agents": ids, "matches": 2, "rated": True}
-    challenge = client.post(f"{API}/challenges", json=body, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
-    assert challenge.status_code == 201, challenge.text
+    played = challenge(client, services, body, ADMIN_TOKEN)
+    assert played["status"] == "done" and len(played["results"]) == 2, played
     swapped = client.post(f"{API}/challenges", json={**body, "rated": False, "agents": ids[::-1]},
                           headers={"Authorization": f"Bearer {token}"})
     assert swapped.status_code == 422 and "plays role 'seeker'" in swapped.json()["detail"]
