@@ -103,7 +103,7 @@ def _redis(websocket: WebSocket, services: Services) -> aredis.Redis:
 
 @router.post(
     "/agents/connected", status_code=201, response_model=AgentPublic,
-    responses=error_responses(401, 404, 422, 429),
+    responses=error_responses(400, 401, 404, 422, 429),
     description="Register an agent that your own process plays over the connected-agent protocol "
     "(a WebSocket at /api/v1/agents/{id}/connect; docs/connected.md): no weights are uploaded. The same "
     "name (and role) of the same user returns the agent made the first time (200). It enters "
