@@ -32,7 +32,10 @@ from agents.checkpoint_spec import ONNX_ARCH, make_spec
 from agents.onnx_agents.export import export_module
 from agents.onnx_agents.policy import ValidatedOnnx, onnx_paths, validate_onnx_bytes
 
-__all__ = ["SB3Logits", "export_submission", "logits_module"]
+__all__ = ["SB3_ALGOS", "SB3Logits", "export_submission", "load_sb3", "logits_module"]
+
+SB3_ALGOS = ("maskable_ppo", "ppo", "a2c", "dqn")
+"""Algorithms :func:`load_sb3` knows (``auto`` tries them in this order)."""
 
 
 class SB3Logits(nn.Module):
@@ -100,3 +103,41 @@ def export_submission(model: Any, env_id: str, out: str | os.PathLike, *, role: 
     atomic_write(model_path, validated.data)
     atomic_write(spec_path, (json.dumps(validated.spec.to_json(), indent=2) + "\n").encode())
     return validated
+
+
+def _sb3_class(algo: str) -> Any:
+    if algo == "maskable_ppo":
+        from sb3_contrib import MaskablePPO
+
+        return MaskablePPO
+    import stable_baselines3
+
+    return {"ppo": stable_baselines3.PPO, "a2c": stable_baselines3.A2C, "dqn": stable_baselines3.DQN}[algo]
+
+
+def load_sb3(path: str | os.PathLike, algo: str = "auto") -> Any:
+    """A Stable-Baselines3 model from the ``.zip`` its ``save()`` wrote, on the CPU, to export.
+
+    SB3's loader unpickles parts of the archive (its saved objects): load only models you
+    trained yourself. Exporting turns it into ONNX, so no pickle ever reaches a server.
+
+    Args:
+        path: The ``.zip``.
+        algo: One of :data:`SB3_ALGOS`, or ``auto`` (the first that loads it).
+
+    Raises:
+        InvalidSubmission: No such file, an unknown ``algo``, or none loads it (with why).
+    """
+    from envs.errors import InvalidSubmission
+
+    if not os.path.isfile(path):
+        raise InvalidSubmission(f"{path} does not exist")
+    if algo != "auto" and algo not in SB3_ALGOS:
+        raise InvalidSubmission(f"unknown SB3 algorithm {algo!r}; use auto or one of {', '.join(SB3_ALGOS)}")
+    errors = []
+    for name in SB3_ALGOS if algo == "auto" else (algo,):
+        try:
+            return _sb3_class(name).load(path, device="cpu")
+        except Exception as exc:  # noqa: BLE001 - SB3 raises whatever its loader meets; try the next class
+            errors.append(f"{name}: {str(exc)[:160]}")
+    raise InvalidSubmission(f"cannot load {path} as an SB3 model ({'; '.join(errors)})")

@@ -160,6 +160,22 @@ class WinRateTable:
         self._wins[opponent] = self.decay * self._wins.get(opponent, 0.0) + score
         self._games[opponent] = self.decay * self._games.get(opponent, 0.0) + 1.0
 
+    def record_many(self, opponent: Hashable, games: int, score: float) -> None:
+        """Adds ``games`` results worth ``score`` in all (wins + draws / 2) at once.
+
+        The same as recording them one by one with the wins, draws and losses spread
+        evenly (each game decays the earlier ones): a batch reported by a trainer after
+        many games, in the order it does not know.
+        """
+        if games < 0 or not 0.0 <= score <= games:
+            raise ValueError(f"need 0 <= score <= games, got score {score} over {games} games")
+        if games == 0:
+            return
+        kept = self.decay ** games
+        added = games if self.decay == 1.0 else (1.0 - kept) / (1.0 - self.decay)
+        self._wins[opponent] = kept * self._wins.get(opponent, 0.0) + score / games * added
+        self._games[opponent] = kept * self._games.get(opponent, 0.0) + added
+
     def games(self, opponent: Hashable) -> float:
         """Decayed number of games against ``opponent``."""
         return self._games.get(opponent, 0.0)

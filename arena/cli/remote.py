@@ -214,12 +214,21 @@ def agent_init(
 
 @agent_app.command("export-onnx")
 def agent_export_onnx(
-    checkpoint: Path = typer.Argument(..., help="agent.safetensors (its agent.json spec beside it)."),
+    checkpoint: Path = typer.Argument(..., help="agent.safetensors (its agent.json spec beside it), or a "
+                                      "Stable-Baselines3 model .zip (with --env)."),
     out: Path = typer.Option(None, help="The .onnx to write (default: <stem>-onnx.onnx beside "
-                             "the checkpoint); its .json spec goes beside it."),
+                             "the checkpoint, <stem>.onnx beside a .zip); its .json spec goes beside it."),
+    env: str = typer.Option("", help="The Arena env an SB3 .zip was trained on (arena.gym)."),
+    role: str = typer.Option("", help="The role an SB3 .zip plays, in role envs."),
+    sb3: str = typer.Option("auto", help="The SB3 algorithm of a .zip: auto, maskable_ppo, ppo, a2c or dqn."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
 ) -> None:
-    """Convert a checkpoint into an ONNX submission (model + spec), validated as the server will."""
+    """Convert a checkpoint or an SB3 model into an ONNX submission (model + spec), validated as the
+    server will. An SB3 .zip is loaded here, on your side (SB3's loader unpickles: export only your own
+    models); the server gets ONNX."""
+    if checkpoint.suffix == ".zip":
+        _export_sb3(checkpoint, out, env, role, sb3, force)
+        return
     target = out if out is not None else checkpoint.with_name(f"{checkpoint.stem}-onnx.onnx")
     if target.suffix not in (".onnx", ".json"):
         target = target.with_name(f"{target.name}.onnx")
@@ -239,6 +248,29 @@ def agent_export_onnx(
     console.print(f"wrote [bold]{model_path}[/] and [bold]{spec_path}[/] "
                   f"({len(model.data):,} bytes, opset {model.opset})")
     console.print(f"onnx (from {spec.hparams.get('source_arch')}) for {spec.env} ({spec.role}): "
+                  f"sha256 {model.sha256[:16]}")
+    console.print(f"submit it with `arena submit {model_path}`")
+
+
+def _export_sb3(path: Path, out: Path | None, env: str, role: str, algo: str, force: bool) -> None:
+    """``arena agent export-onnx model.zip --env ENV``: :func:`arena.export.export_submission`."""
+    if not env:
+        fail(f"{path.name} is a Stable-Baselines3 model: say which Arena env it plays with --env "
+             "(e.g. --env connect_four-v3)")
+    target = out if out is not None else path.with_suffix(".onnx")
+    model_path, spec_path = target.with_suffix(".onnx"), target.with_suffix(".json")
+    existing = [str(p) for p in (model_path, spec_path) if p.exists()]
+    if existing and not force:
+        fail(f"{', '.join(existing)} already exist(s); pass --force to overwrite")
+    from arena.export import export_submission, load_sb3  # torch, SB3 and onnx only now
+
+    try:
+        model = export_submission(load_sb3(path, algo), env, model_path, role=role or None)
+    except (ArenaError, TypeError) as exc:
+        fail(str(exc))
+    console.print(f"wrote [bold]{model_path}[/] and [bold]{spec_path}[/] "
+                  f"({len(model.data):,} bytes, opset {model.opset})")
+    console.print(f"onnx (from {model.spec.hparams.get('source')}) for {model.spec.env} ({model.spec.role}): "
                   f"sha256 {model.sha256[:16]}")
     console.print(f"submit it with `arena submit {model_path}`")
 

@@ -101,8 +101,15 @@ def validate_weights(services: Services, sub: Submission) -> tuple[CheckpointSpe
     return model.spec, model.sha256
 
 
-def submit_agent(services: Services, owner_id: int | None, owner_name: str, sub: Submission) -> int:
+def submit_agent(services: Services, owner_id: int | None, owner_name: str, sub: Submission, *,
+                 pool_name: str | None = None, league_id: int | None = None,
+                 parent_sha256: str | None = None) -> int:
     """Validate and store a submission; returns the new agent's id (status ``queued``).
+
+    Args:
+        pool_name: The snapshot pool it joins (default ``submissions.<env>``); a league's
+            pool for a snapshot pushed through the league API.
+        league_id, parent_sha256: Lineage of a league snapshot.
 
     Raises:
         InvalidSubmission: Unknown env, bad spec or weights, or spec env != form env.
@@ -133,8 +140,9 @@ def submit_agent(services: Services, owner_id: int | None, owner_name: str, sub:
             )
         # Storing the same weights twice in the pool (on a retry) is harmless: content-addressed.
         return register_snapshot_agent(session, services.pool, sub.weights, spec,
-                                       pool_name=f"submissions.{env.env_id}", name=name,
-                                       owner_id=owner_id, reason=_queued_reason(env.env_id, served)).id
+                                       pool_name=pool_name or f"submissions.{env.env_id}", name=name,
+                                       owner_id=owner_id, reason=_queued_reason(env.env_id, served),
+                                       league_id=league_id, parent_sha256=parent_sha256).id
 
     agent_id = services.sessions.write_transaction(store, what=f"storing a submission for {env.env_id}")
     log.info("agent %s (%s) submitted for %s by %s", agent_id, key, env.env_id, owner_name)

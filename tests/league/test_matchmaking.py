@@ -88,6 +88,22 @@ def test_win_rate_table_decays_old_results() -> None:
     assert no_decay.win_rate("c") == pytest.approx(2.5 / 4)
 
 
+def test_a_batch_of_results_equals_the_same_games_recorded_one_by_one() -> None:
+    one_by_one, batch = WinRateTable(decay=0.9), WinRateTable(decay=0.9)
+    for table in (one_by_one, batch):
+        table.record("a", 1.0)  # earlier evidence, decayed by the batch
+    for _ in range(8):
+        one_by_one.record("a", 0.75)  # 8 games worth 6: spread evenly
+    batch.record_many("a", 8, 6.0)
+    assert batch.games("a") == pytest.approx(one_by_one.games("a"))
+    assert batch.win_rate("a") == pytest.approx(one_by_one.win_rate("a"))
+    flat = WinRateTable(decay=1.0, prior_games=0.0)
+    flat.record_many("b", 4, 1.0)
+    assert flat.win_rate("b") == pytest.approx(0.25) and flat.games("b") == 4.0
+    with pytest.raises(ValueError, match="score"):
+        flat.record_many("b", 2, 3.0)
+
+
 def test_win_rate_table_prior_and_decay_are_per_opponent() -> None:
     table = WinRateTable(decay=0.9, prior_games=2.0)
     assert table.win_rate("never") == 0.5

@@ -10,6 +10,7 @@ from arena.api.routes import (
     envs,
     health,
     leaderboard,
+    league_api,
     leagues,
     matches,
     people,
@@ -26,4 +27,5 @@ def api_router() -> APIRouter:
     for module in (health, users, envs, connected, people, agents, probes, leaderboard, matches, leagues,
                    challenges, admin):
         router.include_router(module.router)
+    router.include_router(league_api.router)  # the league API for outside trainers
     return router

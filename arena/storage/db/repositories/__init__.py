@@ -32,6 +32,7 @@ from arena.storage.db.repositories.catalog import (
     get_env_spec,
     get_league,
     get_league_by_name,
+    set_league_config,
 )
 from arena.storage.db.repositories.dialect import ping
 from arena.storage.db.repositories.evaluation import RatedPair, rated_pairs, seat_counts
@@ -215,6 +216,7 @@ __all__ = [
     "seat_counts",
     "set_agent_published",
     "set_agent_status",
+    "set_league_config",
     "set_probe_progress",
     "snapshot_specs",
     "unprobed_agents",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from arena.storage.db.models import Env, League
@@ -68,12 +68,28 @@ def create_league(
     return league.id
 
 
-def get_league(session: Session, league_id: int) -> LeagueInfo | None:
-    """The league with ``league_id``, or ``None``."""
+def get_league(session: Session, league_id: int, *, lock: bool = False) -> LeagueInfo | None:
+    """The league with ``league_id``, or ``None``.
+
+    Args:
+        lock: Lock its row until the transaction ends (``SELECT ... FOR UPDATE`` on
+            PostgreSQL; SQLite's write transactions are serialized anyway), for a
+            read-modify-write of its config.
+    """
+    if lock:
+        row = session.execute(select(League.id, League.name, League.env_id, League.config, League.created_at)
+                              .where(League.id == league_id).with_for_update()).first()
+        return None if row is None else LeagueInfo(*row)
     league = session.get(League, league_id)
     if league is None:
         return None
     return LeagueInfo(league.id, league.name, league.env_id, league.config, league.created_at)
+
+
+def set_league_config(session: Session, league_id: int, config: Mapping[str, Any]) -> None:
+    """Replaces a league's config (the caller read it under ``get_league(..., lock=True)``)."""
+    session.execute(update(League).where(League.id == league_id).values(config=dict(config))
+                    .execution_options(synchronize_session=False))
 
 
 def get_league_by_name(session: Session, name: str) -> LeagueInfo | None:
