@@ -48,6 +48,7 @@ def test_a_league_is_created_once_and_resumed_by_its_owner_only(client):
     assert client.post(LEAGUES, json={**body, "name": "x"}, headers=auth(ADMIN_TOKEN)).status_code == 422
     assert client.get(f"{LEAGUES}/{league['id']}").json()["id"] == league["id"]  # anyone may read it
     assert client.get(f"{LEAGUES}/424242").status_code == 404
+    assert client.get(f"/leagues/{league['id']}").status_code == 200  # its web page
     for path in ("opponents", "results", "snapshots"):
         method = client.get if path == "opponents" else client.post
         kwargs = {"json": {"results": []}} if path == "results" else {}
