@@ -97,6 +97,16 @@ class MatchRng:
         return -np.log(-np.log(np.clip(u, 1e-12, 1 - 1e-12)))
 
 
+class PolicyCrashed(Exception):
+    """``act`` failed as a whole, for a reason retrying its rows one by one would repeat.
+
+    Raised by a policy whose runtime died under it (an ONNX model that crashed or
+    was killed in its sandboxed worker process): the engine forfeits every row of
+    the call with ``error`` at once instead of retrying each row alone, which would
+    crash a fresh process per row.
+    """
+
+
 @runtime_checkable
 class Policy(Protocol):
     """Anything that answers a batch of decisions.

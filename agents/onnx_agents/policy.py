@@ -14,6 +14,12 @@ data, declared tensor sizes, signature); ``onnx.checker``; an onnxruntime sessio
 (:mod:`agents.onnx_agents.probe`) that must finish within a deadline and give finite logits
 of the right shape. Nothing is stored or run before the static checks pass, and every
 failure is an :class:`InvalidSubmission` that says what to fix.
+
+Nothing here loads or runs a graph in this process: the checker, the sessions, the
+probe runs and every :class:`OnnxPolicy` run happen in the confined worker processes
+of :mod:`agents.onnx_agents.sandbox` (this module does not even import onnxruntime).
+The observations go to a worker and its logits come back; masking and sampling stay
+here, so a sandboxed run plays exactly the moves an in-process one did.
 """
 
 from __future__ import annotations
@@ -34,9 +40,16 @@ from agents.checkpoint import DEFAULT_MAX_BYTES, CheckpointSpec, validate_spec
 from agents.checkpoint_spec import MAX_SPEC_BYTES, ONNX_ARCH
 from agents.neural import sample_masked
 from agents.onnx_agents.model import check_signature, check_structure, parse_model
-from agents.onnx_agents.probe import PROBE_ROWS, probe_observations
-from agents.onnx_agents.session import TimedSession, load_session
-from agents.policy import MatchRng
+from agents.onnx_agents.probe import PROBE_ROWS, probe_observations, run_probes
+from agents.onnx_agents.sandbox import (
+    OnnxSandbox,
+    SandboxCrashed,
+    SandboxedModel,
+    SandboxUnavailable,
+    default_sandbox,
+    validation_sandbox,
+)
+from agents.policy import MatchRng, PolicyCrashed
 from envs.errors import InvalidSubmission
 
 log = logging.getLogger(__name__)
@@ -45,6 +58,8 @@ PROBE_LIMIT_S = 5.0
 """Deadline of one validation probe run."""
 DEFAULT_TIME_LIMIT_S = 10.0
 """Deadline of one ``act`` call when none is given (the engine's default budget)."""
+LOAD_LIMIT_S = 10.0
+"""Longest ``onnx.checker`` or a session load may take (in the worker)."""
 
 
 @dataclass(frozen=True)
@@ -67,30 +82,10 @@ class ValidatedOnnx:
     output_name: str
     opset: int
 
-
-def _run_probe(session: TimedSession, obs: np.ndarray, num_actions: int, limit_s: float) -> None:
-    rows = len(obs)
-    try:
-        out = session.run(obs, limit_s)
-    except TimeoutError:
-        raise InvalidSubmission(
-            f"the model did not answer a probe batch of {rows} observations within {limit_s}s; "
-            "a policy must answer a batch in well under a second"
-        ) from None
-    except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own untyped errors
-        raise InvalidSubmission(
-            f"the model failed on a probe batch of {rows} real observations: {exc}"
-        ) from None
-    if out.dtype != np.float32 or out.shape != (rows, num_actions):
-        raise InvalidSubmission(
-            f"on a probe batch of {rows} observations the model returned {out.dtype} "
-            f"{list(out.shape)}, expected float32 [{rows}, {num_actions}]"
-        )
-    if not np.isfinite(out).all():
-        raise InvalidSubmission(
-            f"the model returned NaN or infinite logits on a probe batch of {rows} real "
-            "observations"
-        )
+    def sandboxed(self, device: str = "cpu", threads: int = 1) -> SandboxedModel:
+        """What a worker needs to load it; the key names the model, device and threads."""
+        return SandboxedModel(f"{self.sha256}:{device}:{threads}", self.data, self.input_name,
+                              self.output_name, device, threads)
 
 
 def _check_static(
@@ -119,35 +114,43 @@ def validate_onnx_bytes(
     max_bytes: int = DEFAULT_MAX_BYTES,
     *,
     probe_limit_s: float = PROBE_LIMIT_S,
+    sandbox: OnnxSandbox | None = None,
 ) -> ValidatedOnnx:
     """Validate an untrusted ONNX model and its spec (see the module docstring).
+
+    The static checks run here; ``onnx.checker``, the session load and the probe runs
+    in one leased worker process of ``sandbox``, which is killed if it overruns.
 
     Args:
         data: The ``.onnx`` bytes.
         spec: ``agent.json`` contents; its ``arch`` must be ``"onnx"``.
         max_bytes: Size limit of ``data``, checked before anything else.
         probe_limit_s: Deadline of each probe run.
+        sandbox: Where it runs (default: this process's :func:`validation_sandbox`).
 
     Returns:
         The validated model; nothing was stored.
 
     Raises:
-        InvalidSubmission: With a message saying what to fix.
+        InvalidSubmission: With a message saying what to fix (also when the model
+            crashed or overran its worker process).
+        SandboxUnavailable: No worker process could be started (the server's fault).
     """
-    validated, model = _check_static(data, spec, max_bytes)
-    try:
-        onnx.checker.check_model(model)
-    except Exception as exc:  # noqa: BLE001 - the checker's C++ errors are not one stable type
-        raise InvalidSubmission(f"the ONNX checker refused the model: {exc}") from None
+    validated, _ = _check_static(data, spec, max_bytes)
     spec = validated.spec
-    session = TimedSession(
-        load_session(validated.data, "cpu"), validated.input_name, validated.output_name
-    )
     probe = probe_observations(spec.env, spec.role, PROBE_ROWS)
-    for batch in (probe, probe[:1]):  # two batch sizes: the batch axis must really be dynamic
-        _run_probe(session, batch, spec.num_actions, probe_limit_s)
-    log.info("validated ONNX model %s for %s/%s (opset %d)", validated.sha256[:16], spec.env,
-             spec.role, validated.opset)
+    model = validated.sandboxed()
+    sandbox = sandbox or validation_sandbox()
+    with sandbox.lease(model.key) as lease:
+        try:
+            run_probes(lease, model, probe, spec.num_actions, probe_limit_s, LOAD_LIMIT_S)
+        except SandboxCrashed as exc:
+            raise InvalidSubmission(
+                f"the model's validation process died ({exc}); it crashed onnxruntime or was "
+                "killed at a resource limit. Nothing was stored"
+            ) from None
+    log.info("validated ONNX model %s for %s/%s (opset %d) in worker %d", validated.sha256[:16],
+             spec.env, spec.role, validated.opset, lease.pid)
     return validated
 
 
@@ -174,7 +177,12 @@ def stored_onnx(
 
 
 class OnnxPolicy:
-    """A validated ONNX model answering batches of decisions through onnxruntime.
+    """A validated ONNX model answering batches of decisions in a sandboxed worker process.
+
+    The session lives in a worker process of :mod:`agents.onnx_agents.sandbox` (loaded
+    when the policy is built, and again in another worker when one dies); each
+    :meth:`logits` call sends the batch there and gets the logits back. Masking and
+    sampling run here, with :func:`~agents.neural.sample_masked`.
 
     Args:
         model: A model that passed :func:`validate_onnx_bytes`.
@@ -182,9 +190,10 @@ class OnnxPolicy:
             has the provider).
         temperature: Softmax temperature for sampling; ``0`` means greedy argmax.
         time_limit_s: Deadline of one ``act`` call; pass the engine's time budget. A run
-            past it is terminated and ``act`` raises :class:`TimeoutError` (a ``timeout``
-            forfeit of the call's matches).
+            past it is terminated, or its worker killed, and ``act`` raises
+            :class:`TimeoutError` (a ``timeout`` forfeit of the call's matches).
         threads: onnxruntime intra-op threads.
+        sandbox: The worker pool (default: this process's, CPU or CUDA workers).
 
     Attributes:
         agent_id: ``f"onnx-{sha256[:16]}"``.
@@ -192,8 +201,9 @@ class OnnxPolicy:
         spec: The spec (env, role, shapes).
     """
 
-    # Not bounded: onnxruntime stops a terminated run only between operators, so the
-    # engine keeps its watchdog thread and forfeits on time even during one long operator.
+    # Not marked bounded: the sandbox does bound every call (its worker is killed
+    # shortly after the deadline), but the engine's watchdog still returns exactly at
+    # the budget.
     bounded_runtime = False
 
     def __init__(
@@ -204,6 +214,7 @@ class OnnxPolicy:
         *,
         time_limit_s: float = DEFAULT_TIME_LIMIT_S,
         threads: int = 1,
+        sandbox: OnnxSandbox | None = None,
     ) -> None:
         if not (isinstance(temperature, (int, float)) and math.isfinite(temperature)
                 and temperature >= 0):
@@ -215,9 +226,12 @@ class OnnxPolicy:
         self.agent_id = f"{ONNX_ARCH}-{model.sha256[:16]}"
         self.temperature = float(temperature)
         self.time_limit_s = float(time_limit_s)
-        session = load_session(model.data, device, threads=threads)
-        self.device = "cuda" if "CUDAExecutionProvider" in session.get_providers() else "cpu"
-        self._session = TimedSession(session, model.input_name, model.output_name)
+        device = _resolve_device(str(device), sandbox)
+        self._sandbox = sandbox or default_sandbox(gpu=device.startswith("cuda"))
+        self._model = model.sandboxed(device, threads)
+        with self._sandbox.lease(self._model.key) as lease:
+            providers = lease.load(self._model, LOAD_LIMIT_S)
+        self.device = "cuda" if "CUDAExecutionProvider" in providers else "cpu"
 
     def __repr__(self) -> str:
         return (
@@ -229,7 +243,9 @@ class OnnxPolicy:
         """Raw float64 logits ``(k, num_actions)`` of one batched run.
 
         Raises:
-            TimeoutError: The run passed ``time_limit_s`` and was terminated.
+            TimeoutError: The run passed ``time_limit_s`` (terminated, or its worker
+                killed), or no worker became idle within it.
+            PolicyCrashed: The worker process died under the run (it is replaced).
             ValueError: Observations of the wrong shape, or a wrongly shaped output.
         """
         obs = np.asarray(obs)
@@ -237,7 +253,12 @@ class OnnxPolicy:
             raise ValueError(
                 f"{self.agent_id} expects observations (k, *{self.spec.obs_shape}), got {obs.shape}"
             )
-        out = self._session.run(np.ascontiguousarray(obs, dtype=np.float32), self.time_limit_s)
+        try:
+            with self._sandbox.lease(self._model.key, wait_s=self.time_limit_s) as lease:
+                out = lease.run(self._model, np.ascontiguousarray(obs, dtype=np.float32),
+                                self.time_limit_s, self.spec.num_actions, LOAD_LIMIT_S)
+        except SandboxUnavailable as exc:
+            raise PolicyCrashed(f"no ONNX worker process to run it: {exc}") from None
         if out.shape != (len(obs), self.spec.num_actions):
             raise ValueError(
                 f"{self.agent_id} returned logits of shape {out.shape} for {len(obs)} observations"
@@ -254,6 +275,14 @@ class OnnxPolicy:
         # The same masked Gumbel-max sampling over this policy's logits, shared rather
         # than copied so an exported checkpoint keeps choosing the checkpoint's moves.
         return sample_masked(self, obs, mask, rng)
+
+
+def _resolve_device(device: str, sandbox: OnnxSandbox | None) -> str:
+    """``auto`` becomes ``cuda`` where the workers' onnxruntime has the CUDA provider."""
+    if device != "auto":
+        return device
+    providers = (sandbox or default_sandbox()).hello().get("providers", [])
+    return "cuda" if "CUDAExecutionProvider" in providers else "cpu"
 
 
 def onnx_paths(path: str | os.PathLike) -> tuple[Path, Path]:

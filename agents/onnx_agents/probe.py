@@ -4,6 +4,8 @@ A submitted ONNX graph is run once on such a batch before it is accepted. Real
 observations rather than noise, so that a model that is only defined on the inputs
 the env produces (a ``Log`` of a board count, say) is not refused for NaNs on inputs
 it will never get. Seeded: the same env, role and seed give the same batch.
+:func:`run_probes` runs them in a sandboxed worker and turns what goes wrong into a
+refusal that says what to fix.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from agents.onnx_agents.sandbox import Lease, OnnxRunError, SandboxedModel, SandboxTimeout
+from envs.errors import InvalidSubmission
 from envs.registry import flat_obs, get_spec, make_env
 from envs.spec import EnvSpec
 
@@ -89,3 +93,61 @@ def probe_observations(env_id: str, role: str, rows: int = PROBE_ROWS, seed: int
         raise RuntimeError(f"{env_id} gave role {role!r} no decision in {_MAX_EPISODES} games")
     picks = np.sort(rng.choice(len(found), size=rows, replace=len(found) < rows))
     return np.stack([found[i] for i in picks]).astype(np.float32)
+
+
+def _run_probe(lease: Lease, model: SandboxedModel, obs: np.ndarray, num_actions: int,
+               limit_s: float, load_limit_s: float) -> None:
+    rows = len(obs)
+    try:
+        out = lease.run(model, obs, limit_s, num_actions, load_limit_s)
+    except TimeoutError:
+        raise InvalidSubmission(
+            f"the model did not answer a probe batch of {rows} observations within {limit_s}s; "
+            "a policy must answer a batch in well under a second"
+        ) from None
+    except OnnxRunError as exc:
+        raise InvalidSubmission(
+            f"the model failed on a probe batch of {rows} real observations: {exc}"
+        ) from None
+    if out.dtype != np.float32 or out.shape != (rows, num_actions):
+        raise InvalidSubmission(
+            f"on a probe batch of {rows} observations the model returned {out.dtype} "
+            f"{list(out.shape)}, expected float32 [{rows}, {num_actions}]"
+        )
+    if not np.isfinite(out).all():
+        raise InvalidSubmission(
+            f"the model returned NaN or infinite logits on a probe batch of {rows} real "
+            "observations"
+        )
+
+
+def run_probes(lease: Lease, model: SandboxedModel, probe: np.ndarray, num_actions: int,
+               limit_s: float, load_limit_s: float) -> None:
+    """``onnx.checker``, the session load and both probe runs on one leased worker.
+
+    Args:
+        lease: A worker of the validation sandbox.
+        model: The model (already through the static checks).
+        probe: :func:`probe_observations` of its env and role.
+        num_actions: Width of the logits it must return.
+        limit_s: Deadline of each probe run.
+        load_limit_s: Deadline of the checker and of the load.
+
+    Raises:
+        InvalidSubmission: What to fix (a refused, slow, failing or NaN-giving model).
+        SandboxCrashed: The worker died under it.
+    """
+    try:
+        lease.check(model.data, load_limit_s)
+        lease.load(model, load_limit_s)
+    except SandboxTimeout:
+        raise InvalidSubmission(
+            f"checking and loading the model took more than {load_limit_s}s; simplify it"
+        ) from None
+    try:
+        for batch in (probe, probe[:1]):  # two batch sizes: the batch axis must really be dynamic
+            _run_probe(lease, model, batch, num_actions, limit_s, load_limit_s)
+    except InvalidSubmission:
+        if lease.alive:
+            lease.drop(model.key)  # refused: the worker need not keep it
+        raise

@@ -20,8 +20,11 @@ operators, no external data). What remains is runtime behaviour, bounded here:
 
 What a deadline cannot stop is one single operator that runs long (e.g. a huge
 ``MatMul`` on tensors built at run time): onnxruntime checks ``terminate`` between
-nodes. The engine's watchdog (a policy without ``bounded_runtime``) still forfeits
-such a call on time; the stuck thread ends when that operator does.
+nodes. That is why Arena uses this module only inside its sandboxed worker processes
+(:mod:`agents.onnx_agents.worker`): the parent kills a worker whose run is not back
+shortly after its deadline.
+
+This module imports onnxruntime and numpy only (no ``envs``), so a worker starts fast.
 """
 
 from __future__ import annotations
@@ -37,8 +40,6 @@ from collections.abc import Callable
 import numpy as np
 import onnxruntime as ort
 
-from envs.errors import InvalidSubmission
-
 log = logging.getLogger(__name__)
 
 MAX_RUN_MEMORY_BYTES = 1 << 30
@@ -46,6 +47,10 @@ MAX_RUN_MEMORY_BYTES = 1 << 30
 LOAD_LIMIT_S = 10.0
 """Longest a session load (graph resolution and optimization) may take."""
 _QUIET = 4  # onnxruntime log level "fatal": its errors come back to us as exceptions
+
+
+class LoadRefused(Exception):
+    """onnxruntime refused a model, or took too long to load it (the message says which)."""
 
 
 class Deadlines:
@@ -68,13 +73,19 @@ class Deadlines:
         with self._cond:
             token = next(self._ids)
             self._cancels[token] = cancel
-            heapq.heappush(self._heap, (time.monotonic() + seconds, token))
+            due = time.monotonic() + seconds
+            # Wake the thread only if it would sleep past this deadline: a run after run
+            # with the same limit then costs no thread switch (stale entries of disarmed
+            # deadlines are dropped whenever the thread wakes).
+            earliest = not self._heap or due < self._heap[0][0]
+            heapq.heappush(self._heap, (due, token))
             if self._thread is None or not self._thread.is_alive():  # first use, or after fork
                 self._thread = threading.Thread(
                     target=self._serve, name="onnx-deadlines", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            if earliest:
+                self._cond.notify()
         return token
 
     def disarm(self, token: int) -> bool:
@@ -166,8 +177,8 @@ def load_session(
     """An onnxruntime session of already validated model bytes.
 
     Raises:
-        InvalidSubmission: onnxruntime refuses the model, or loading it takes more
-            than ``load_limit_s``.
+        LoadRefused: onnxruntime refuses the model, or loading it takes more than
+            ``load_limit_s``.
         ValueError: Bad ``device``.
     """
     providers = providers_for(device)
@@ -180,10 +191,10 @@ def load_session(
         )
     except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own untyped errors
         if DEADLINES.disarm(token):
-            raise InvalidSubmission(
+            raise LoadRefused(
                 f"onnxruntime took more than {load_limit_s}s to load the model; simplify it"
             ) from None
-        raise InvalidSubmission(f"onnxruntime cannot load the model: {exc}") from None
+        raise LoadRefused(f"onnxruntime cannot load the model: {exc}") from None
     DEADLINES.disarm(token)
     return session
 

@@ -5,7 +5,10 @@ and a termination code per row (``NORMAL`` means "this row's action is legal").
 
 If the policy raises on a batch, each row is retried alone so that one poisoned
 observation does not forfeit the other matches in the batch (and so the outcome of a
-match never depends on which batch it was played in).
+match never depends on which batch it was played in). A policy whose runtime died
+under the call (:class:`~agents.policy.PolicyCrashed`: an ONNX model's sandboxed
+worker process crashed or was killed) forfeits every row of the call with ``error``
+at once: a retry per row would only crash a fresh process per row.
 
 A policy that keeps its own clock and judges its rows itself (a connected agent,
 :class:`~arena.connected.policy.ConnectedPolicy`: ``answers_rows = True``) returns an
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.policy import MatchRng, Policy
+from agents.policy import MatchRng, Policy, PolicyCrashed
 from arena.engine.records import TERMINATION_CODE, Termination
 
 log = logging.getLogger(__name__)
@@ -95,6 +98,9 @@ class PolicyCaller:
             elapsed = time.perf_counter() - start
             detail = f"{policy.agent_id} exceeded the {self.time_budget_s}s budget ({elapsed:.2f}s)"
             return ActResult(np.full(k, -1), np.full(k, TIMEOUT, np.int8), detail)
+        except PolicyCrashed as exc:
+            detail = f"{policy.agent_id} crashed: {exc}"
+            return ActResult(np.full(k, -1), np.full(k, ERROR, np.int8), detail)
         except Exception as exc:  # noqa: BLE001 - any policy failure is a forfeit, never a crash
             if k == 1:
                 detail = f"{policy.agent_id} raised {type(exc).__name__}: {exc}"

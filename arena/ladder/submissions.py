@@ -6,10 +6,11 @@ arch says what the weights are: safetensors of a registry arch
 (:func:`agents.checkpoint.load_checkpoint_bytes`: header, names, shapes, dtypes,
 finiteness) or, for ``"arch": "onnx"``, an ONNX model
 (:func:`agents.onnx_agents.policy.validate_onnx_bytes`: protobuf, opsets, operators,
-external data, declared tensor sizes, signature, then probe batches of real
-observations under a deadline). Storing is one database transaction (env row, snapshot metadata, agent
-row) inside which the weights go to the snapshot pool last; if the pool fails, the
-transaction rolls back and no row refers to missing weights.
+external data, declared tensor sizes, signature, then the checker and probe batches of
+real observations under a deadline, in a sandboxed worker process: one that dies is a
+refusal, a sandbox that cannot start one is a 503). Storing is one database transaction
+(env row, snapshot metadata, agent row) inside which the weights go to the snapshot pool
+last; if the pool fails, the transaction rolls back and no row refers to missing weights.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ something goes through here, so the two kinds are told apart in one place:
   challenge plays (:class:`~agents.neural.NeuralPolicy` or
   :class:`~agents.onnx_agents.policy.OnnxPolicy`).
 
-onnxruntime is imported only when an ONNX snapshot is met.
+ONNX models are loaded and run only in the sandboxed worker processes of
+:mod:`agents.onnx_agents.sandbox`, started when an ONNX snapshot is first met.
 """
 
 from __future__ import annotations
@@ -81,9 +82,10 @@ def _spec_json(spec: SpecLike) -> dict[str, Any]:
 
 @functools.cache
 def _onnx_has_cuda() -> bool:
-    import onnxruntime as ort
+    # Asked of a sandboxed ONNX worker: this process never imports onnxruntime.
+    from agents.onnx_agents.sandbox import default_sandbox
 
-    return "CUDAExecutionProvider" in ort.get_available_providers()
+    return "CUDAExecutionProvider" in default_sandbox().hello().get("providers", [])
 
 
 def onnx_device(device: str | torch.device) -> str:

@@ -227,6 +227,23 @@ def _memory_bomb() -> bytes:
     return _linear_into("h", nodes, inits)
 
 
+LONG_SIDE = 4096  # one [4096, 4096] MatMul: 1.4e11 flops, seconds on one core
+
+
+def long_operator() -> bytes:
+    """One MatMul of two ``[LONG_SIDE, LONG_SIDE]`` matrices built at run time.
+
+    128 MiB of tensors, inside the memory cap; onnxruntime checks ``terminate`` only
+    between operators, so only killing the worker process stops it at its deadline.
+    """
+    nodes = [helper.make_node("ConstantOfShape", ["square"], ["m"]),
+             helper.make_node("MatMul", ["m", "m"], ["mm"]),
+             helper.make_node("ReduceSum", ["mm"], ["total"], keepdims=0)]
+    inits = [helper.make_tensor("square", TensorProto.INT64, [2], [LONG_SIDE, LONG_SIDE])]
+    tail_nodes, tail_inits = _zero_scaled("total")
+    return _linear_into("honest", nodes + tail_nodes, inits + tail_inits)
+
+
 @dataclass(frozen=True)
 class HostileOnnx:
     """One hostile submission and the message fragments its refusal must contain."""
@@ -302,6 +319,7 @@ def hostile_corpus() -> list[HostileOnnx]:
                                        helper.make_tensor("trips", TensorProto.INT64, [],
                                                           [LONG_TRIPS])]),
          ("did not answer a probe batch",), {}),
+        ("long_operator", long_operator(), ("did not answer a probe batch",), {}),
         ("memory_bomb", _memory_bomb(), ("failed on a probe batch",), {}),
     ]
     return [HostileOnnx(name, data, expect, **extra) for name, data, expect, extra in entries]

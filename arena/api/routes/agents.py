@@ -74,13 +74,15 @@ def _downloadable(session: Session, agent_id: int, user: Principal | None) -> re
 
 @router.post(
     "/agents", status_code=201, response_model=AgentPublic,
-    responses=error_responses(401, 409, 413, 422, 429), openapi_extra={"requestBody": _UPLOAD_SCHEMA},
+    responses=error_responses(401, 409, 413, 422, 429, 503), openapi_extra={"requestBody": _UPLOAD_SCHEMA},
     description=f"Submit a neural agent as multipart/form-data ({FIELD_HELP}). The spec's "
     "`arch` says what `weights` is: safetensors weights of a registry architecture (`mlp`, "
     "`cnn`), or an ONNX model for `\"arch\": \"onnx\"` (one float32 input `[batch, "
     "*obs_shape]` with a dynamic batch axis, one float32 output `[batch, num_actions]`, "
     "standard operators of opset 13-21, no external data). It is validated in full (an ONNX "
-    "model also runs on probe batches of real observations) before anything is stored and "
+    "model also runs on probe batches of real observations, in a sandboxed worker process: one "
+    "that crashes or is killed refuses the upload with 422, and 503 means no worker could be "
+    "started) before anything is stored and "
     "starts out `queued`. Each user may submit ARENA_SUBMISSIONS_PER_DAY agents per env per UTC "
     "day (429 with Retry-After beyond that).",
 )

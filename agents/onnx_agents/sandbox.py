@@ -1,0 +1,260 @@
+"""A pool of sandboxed ONNX worker processes: user graphs never run in Arena's own process.
+
+:class:`OnnxSandbox` keeps up to ``workers`` long-lived processes of
+:mod:`agents.onnx_agents.worker` (started on demand: importing onnxruntime costs about
+half a second, paid once per worker, not per call). A caller leases an idle worker
+(preferably one that has the model loaded already), sends it a request and waits for
+the reply until the request's deadline plus a short grace (``kill_grace_s``). A worker
+that is not back by then is SIGKILLed (its whole process group), which also stops one
+long operator that onnxruntime's own ``terminate`` cannot interrupt. A worker that dies
+under a request (a native crash, the kernel's CPU-time limit, the SIGKILL) costs that
+request only: the caller gets :class:`SandboxCrashed` or :class:`SandboxTimeout`, and a
+replacement starts at once. If no worker can be started at all the caller gets
+:class:`SandboxUnavailable` (HTTP 503): the sandbox itself failed, not the model.
+One process is driven by :class:`~agents.onnx_agents.process.WorkerProcess`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from agents.onnx_agents.process import (
+    Missing,
+    OnnxRunError,
+    SandboxCrashed,
+    SandboxLimits,
+    SandboxTimeout,
+    SandboxUnavailable,
+    WorkerProcess,
+    exit_status,
+)
+from agents.onnx_agents.wire import SHARED_MIN_BYTES, WireError, array_of, put_shared, shared_array
+
+__all__ = ["Lease", "OnnxRunError", "OnnxSandbox", "SandboxCrashed", "SandboxLimits", "SandboxTimeout",
+           "SandboxUnavailable", "SandboxedModel", "default_sandbox", "validation_sandbox"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SandboxedModel:
+    """What a worker needs to load a model: its bytes, names and where it runs."""
+
+    key: str
+    data: bytes = field(repr=False)
+    input_name: str
+    output_name: str
+    device: str = "cpu"
+    threads: int = 1
+
+
+
+class Lease:
+    """One worker held by one caller: its requests never interleave with anyone's."""
+
+    def __init__(self, sandbox: OnnxSandbox, worker: WorkerProcess) -> None:
+        self._sandbox, self._worker = sandbox, worker
+        self._grace = sandbox.limits.kill_grace_s
+
+    @property
+    def pid(self) -> int:
+        return self._worker.pid
+
+    @property
+    def alive(self) -> bool:
+        """Whether its worker process still runs (not killed or crashed under a request)."""
+        return self._worker.proc.poll() is None
+
+    def check(self, data: bytes, limit_s: float) -> None:
+        """``onnx.checker`` on ``data``; :class:`InvalidSubmission` with its complaint."""
+        self._worker.request({"op": "check", "limit_s": limit_s}, data, limit_s, self._grace)
+
+    def load(self, model: SandboxedModel, limit_s: float) -> list[str]:
+        """Load ``model`` (a no-op where it is loaded); returns its session's providers."""
+        header = {"op": "load", "key": model.key, "device": model.device, "threads": model.threads,
+                  "input": model.input_name, "output": model.output_name, "limit_s": limit_s}
+        reply, _ = self._worker.request(header, model.data, limit_s, self._grace)
+        self._worker.keys.add(model.key)
+        return [str(p) for p in reply.get("providers", [])]
+
+    def run(self, model: SandboxedModel, obs: np.ndarray, limit_s: float, columns: int,
+            load_limit_s: float) -> np.ndarray:
+        """The model's output for ``obs``: at most ``columns`` float64-sized values per row."""
+        header: dict[str, Any] = {"op": "run", "key": model.key, "limit_s": limit_s,
+                                  "threads": model.threads}
+        payload: Any = obs
+        shared = self._worker.shared
+        if shared is not None and obs.nbytes >= SHARED_MIN_BYTES:
+            spec = put_shared(shared, obs)
+            if spec is not None:  # one wake-up each way, however large the batch
+                header["shared"], payload = spec, b""
+        most = len(obs) * columns * 8
+        try:
+            reply, data = self._worker.request(header, payload, limit_s, self._grace, most)
+        except Missing:
+            self._worker.keys.discard(model.key)
+            self.load(model, load_limit_s)
+            if "shared" in header:  # the load did not touch the region, but be exact
+                put_shared(shared, obs)
+            reply, data = self._worker.request(header, payload, limit_s, self._grace, most)
+        try:
+            if "shared" in reply and shared is not None:
+                out = shared_array(reply["shared"], shared)
+                if out.nbytes > most:
+                    raise WireError(f"{out.nbytes} bytes of output where at most {most} were expected")
+                return out.copy()  # the region is the next call's
+            return array_of(reply, data)
+        except WireError as exc:
+            self._worker.kill()
+            raise SandboxCrashed(f"the ONNX worker process broke the protocol: {exc}") from None
+
+    def drop(self, key: str) -> None:
+        """Forget a model in this worker."""
+        self._worker.keys.discard(key)
+        self._worker.request({"op": "drop", "key": key}, b"", 10.0, self._grace)
+
+
+class OnnxSandbox:
+    """Up to ``limits.workers`` confined worker processes, leased one call at a time.
+
+    Thread-safe. Not inherited across ``fork``: a forked child starts its own workers.
+    """
+
+    def __init__(self, limits: SandboxLimits | None = None) -> None:
+        self.limits = limits or SandboxLimits()
+        self._cond = threading.Condition()
+        self._workers: list[WorkerProcess] = []
+        self._owner = os.getpid()
+        self._closed = False
+        self._reported: dict[str, Any] | None = None
+        self.replaced = 0
+        atexit.register(self.close)
+
+    def __repr__(self) -> str:
+        return f"OnnxSandbox({len(self._workers)}/{self.limits.workers} workers)"
+
+    def pids(self, *, busy: bool | None = None) -> list[int]:
+        """The worker processes' pids (only busy or only idle ones if ``busy`` says so)."""
+        with self._cond:
+            return [w.pid for w in self._workers if busy is None or w.busy == busy]
+
+    def hello(self) -> dict[str, Any]:
+        """A worker's hello: onnxruntime version, providers, what the confinement did."""
+        with self.lease() as lease:
+            return dict(lease._worker.hello or {})
+
+    @contextlib.contextmanager
+    def lease(self, key: str | None = None, wait_s: float | None = None) -> Iterator[Lease]:
+        """Hold an idle, started worker (one with ``key`` loaded where possible).
+
+        Args:
+            key: The model the caller will run.
+            wait_s: Longest wait for an idle worker (default ``limits.acquire_timeout_s``).
+
+        Raises:
+            SandboxUnavailable: No worker could be started, or none became idle in time.
+        """
+        worker = self._acquire(key, self.limits.acquire_timeout_s if wait_s is None else wait_s)
+        try:
+            self._report(worker.ready(self.limits.start_timeout_s))
+            yield Lease(self, worker)
+        finally:
+            self._release(worker)
+
+    def _acquire(self, key: str | None, wait_s: float) -> WorkerProcess:
+        deadline = time.monotonic() + wait_s
+        with self._cond:
+            if self._owner != os.getpid():  # forked: those workers belong to the parent
+                self._workers, self._owner = [], os.getpid()
+            while True:
+                if self._closed:
+                    raise SandboxUnavailable("the ONNX sandbox is closed")
+                idle = [w for w in self._workers if not w.busy and w.proc.poll() is None]
+                for w in [w for w in self._workers if not w.busy and w not in idle]:
+                    self._discard(w, replace=False)  # died while idle: nobody's fault
+                if idle:
+                    worker = min(idle, key=lambda w: (key not in w.keys, w.hello is None, len(w.keys)))
+                elif len(self._workers) < self.limits.workers:
+                    worker = WorkerProcess(self.limits)
+                    self._workers.append(worker)
+                elif not self._cond.wait(deadline - time.monotonic()):
+                    raise SandboxUnavailable(
+                        f"all {self.limits.workers} ONNX worker processes stayed busy for "
+                        f"{wait_s}s; try again later")
+                else:
+                    continue
+                worker.busy = True
+                return worker
+
+    def _release(self, worker: WorkerProcess) -> None:
+        with self._cond:
+            worker.busy = False
+            if worker.proc.poll() is not None:
+                self.replaced += 1
+                log.warning("ONNX worker process %d %s; %s", worker.pid,
+                            exit_status(worker.proc.returncode),
+                            "starting a replacement" if not self._closed else "sandbox closed")
+                self._discard(worker, replace=not self._closed)
+            self._cond.notify_all()
+
+    def _discard(self, worker: WorkerProcess, *, replace: bool) -> None:
+        worker.kill()
+        worker.close()
+        self._workers.remove(worker)
+        if replace:
+            try:  # started now, so its imports run while nobody waits for it
+                self._workers.append(WorkerProcess(self.limits))
+            except SandboxUnavailable as exc:
+                log.error("%s", exc)
+
+    def _report(self, hello: dict[str, Any]) -> None:
+        confinement = hello.get("confinement", {})
+        if confinement == self._reported:
+            return
+        self._reported = confinement
+        text = "; ".join(f"{k}: {v}" for k, v in sorted(confinement.items()))
+        degraded = any(w in str(v) for v in confinement.values()
+                       for w in ("refused", "unavailable", "not isolated"))
+        log.log(logging.WARNING if degraded else logging.INFO,
+                "ONNX sandbox (onnxruntime %s, pid %s): %s", hello.get("onnxruntime"),
+                hello.get("pid"), text)
+
+    def close(self) -> None:
+        """Kill every worker; later leases raise :class:`SandboxUnavailable`."""
+        with self._cond:
+            self._closed = True
+            mine = self._owner == os.getpid()
+            for worker in list(self._workers):
+                if mine:
+                    worker.kill()
+                worker.close()
+            self._workers.clear()
+            self._cond.notify_all()
+
+
+@functools.cache
+def _sandboxes(pid: int, purpose: str, gpu: bool) -> OnnxSandbox:
+    return OnnxSandbox(SandboxLimits(gpu=gpu))
+
+
+def default_sandbox(gpu: bool = False) -> OnnxSandbox:
+    """This process's sandbox for play (CPU workers, or CUDA ones), created on first use."""
+    return _sandboxes(os.getpid(), "play", gpu)
+
+
+def validation_sandbox() -> OnnxSandbox:
+    """This process's sandbox for validating submissions, apart from the one that plays:
+    slow uploads (up to a checker, a load and two probes each) never hold the workers a
+    match is waiting for."""
+    return _sandboxes(os.getpid(), "validation", False)
