@@ -404,6 +404,47 @@ class DependenceFlagPublic(BaseModel):
     wins_vs_opponent: int
 
 
+class CloneFlagPublic(BaseModel):
+    role: str = Field(description="The role whose positions were compared.")
+    earlier: FlaggedAgent = Field(description="The agent registered first.")
+    later: FlaggedAgent = Field(description="The agent registered later: the likely copy.")
+    agreement: float = Field(description="Share of positions where both pick the same best action "
+                             "(actions within 1% of the best count as tied).")
+    mean_kl: float = Field(description="Mean symmetric KL divergence of their action distributions (nats).")
+    positions: int
+
+
+class CloneLinkPublic(BaseModel):
+    a: int = Field(description="Agent id.")
+    b: int = Field(description="Agent id.")
+    agreement: float
+    mean_kl: float
+
+
+class CloneFamilyPublic(BaseModel):
+    role: str
+    owner: str | None = Field(description="The owner of every member (null: the service's own agents).")
+    members: list[FlaggedAgent] = Field(description="Oldest first.")
+    links: list[CloneLinkPublic] = Field(description="The near-duplicate pairs that join them.")
+
+
+class NotFingerprintedPublic(BaseModel):
+    agent_id: int
+    name: str
+    error: str = Field(description="Why its policy could not be run on the positions.")
+
+
+class ClonesPublic(BaseModel):
+    env: str
+    positions: dict[str, int] = Field(description="Positions fingerprinted per role.")
+    min_agreement: float = Field(description="A pair is a near-duplicate at or above this agreement ...")
+    max_kl: float = Field(description="... and at or below this mean KL.")
+    fingerprinted: int = Field(description="Neural agents fingerprinted.")
+    flags: list[CloneFlagPublic] = Field(description="Near-duplicates of different owners.")
+    families: list[CloneFamilyPublic] = Field(description="Near-duplicates of one owner: its versions.")
+    not_fingerprinted: list[NotFingerprintedPublic]
+
+
 class IntegrityPublic(BaseModel):
     env: str
     role: str
@@ -411,3 +452,27 @@ class IntegrityPublic(BaseModel):
     alpha: float = Field(description="Family-wise significance of a pair flag.")
     pairs: list[PairFlagPublic]
     dependence: list[DependenceFlagPublic]
+    clones: ClonesPublic = Field(description="Agents of different owners that play as one policy "
+                                 "(clone fingerprints, docs/evaluation.md).")
+
+
+class FamilyMemberPublic(BaseModel):
+    agent_id: int
+    name: str
+    status: AgentStatus
+    created_at: datetime
+    this: bool = Field(description="The agent asked about.")
+    agreement: float = Field(description="Its agreement with the agent asked about.")
+    mean_kl: float = Field(description="Its mean symmetric KL divergence from it (nats).")
+
+
+class FamilyPublic(BaseModel):
+    agent_id: int
+    env: str
+    role: str | None = Field(description="The role fingerprinted (null: not a neural agent).")
+    positions: int = Field(description="Positions of the fingerprint (0: none).")
+    min_agreement: float
+    max_kl: float
+    members: list[FamilyMemberPublic] = Field(
+        description="Its owner's agents that play as one policy with it, itself included, oldest first; "
+        "empty when it has no such version.")

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from arena.api.limits import Limits
+from arena.evaluation.fingerprints import FingerprintStore
 from arena.read.boards import BoardCache, VersionedCache
 from arena.read.frames import FrameCache
 from arena.storage.db import repositories as repo
@@ -123,6 +124,7 @@ class ApiState:
         pages: Rendered leaderboard and match-history pages.
         agent_ids: Agent ids by (env, key), for match listings.
         frames: Re-simulated replay frames of recently viewed matches.
+        fingerprints: Clone fingerprints of snapshots (a bounded LRU in front of Redis).
         fresh_s: How old served data may be (``ARENA_PAGE_CACHE_S``).
         limits: Rate limits and quotas (:mod:`arena.api.limits`).
         newest_match_seq: The newest match seq a read has returned. Every match with
@@ -139,6 +141,7 @@ class ApiState:
     pages: PageCache = field(default_factory=PageCache)
     agent_ids: AgentIds = field(default_factory=AgentIds)
     frames: FrameCache = field(default_factory=FrameCache)
+    fingerprints: FingerprintStore = field(init=False)
     fresh_s: float = field(init=False)
     limits: Limits = field(init=False)
     newest_match_seq: int = 0
@@ -149,6 +152,8 @@ class ApiState:
     def __post_init__(self) -> None:
         self.fresh_s = self.services.settings.page_cache_s
         self.limits = Limits(self.services.redis, self.services.settings, self.services.pool.keys)
+        self.fingerprints = FingerprintStore(self.services.pool, self.services.redis, self.services.pool.keys,
+                                             max_bytes=self.services.settings.max_upload_bytes)
         with self.services.sessions() as session:  # no connection is opened for this
             self._sqlite = dialect_name(session) == "sqlite"
 

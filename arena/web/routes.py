@@ -171,7 +171,8 @@ def web_router() -> APIRouter:
     @router.get("/admin/integrity", response_class=HTMLResponse, include_in_schema=False)
     def admin_integrity(request: Request, env: str | None = None) -> HTMLResponse:
         # The flags are fetched by the page's script with the admin's bearer token: the page holds no data.
-        envs = [s.env_id for s in list_envs() if s.num_seats == 2 and s.symmetric]
+        # Every env: clone flags concern them all (the rating checks only symmetric 1v1 ladders).
+        envs = [s.env_id for s in list_envs()]
         return page(request, "admin_integrity.html", title="Integrity", envs=envs,
                     env=env if env in envs else envs[0])
 

@@ -65,7 +65,8 @@ SMOKE: dict[str, tuple[set[str], tuple[pytest.MarkDecorator, ...]]] = {
 }
 """Script -> (keys its last JSON line must have, marks)."""
 
-ELSEWHERE = {"gym.py": "tests/gym/test_vector.py", "export.py": "tests/datasets/test_export.py",
+ELSEWHERE = {"fingerprints.py": "tests/evaluation/test_fingerprints.py", "gym.py": "tests/gym/test_vector.py",
+             "export.py": "tests/datasets/test_export.py",
              "onnx_sandbox.py": "tests/agents/test_onnx_sandbox.py"}
 """Scripts whose smoke run is tested beside their package's tests."""
 

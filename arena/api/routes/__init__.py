@@ -6,6 +6,7 @@ from arena.api.routes import (
     admin,
     agents,
     challenges,
+    clones,
     connected,
     envs,
     health,
@@ -24,8 +25,8 @@ API_PREFIX = "/api/v1"
 def api_router() -> APIRouter:
     """Every JSON endpoint, mounted under :data:`API_PREFIX`."""
     router = APIRouter(prefix=API_PREFIX)
-    for module in (health, users, envs, connected, people, agents, probes, leaderboard, matches, leagues,
-                   challenges, admin):
+    for module in (health, users, envs, connected, people, agents, clones, probes, leaderboard, matches,
+                   leagues, challenges, admin):
         router.include_router(module.router)
     router.include_router(league_api.router)  # the league API for outside trainers
     return router

@@ -26,6 +26,23 @@
       el("td", { class: "n" }, num(f.shift_sigmas, 1)), el("td", { class: "n" }, `${f.games_vs_opponent} of ${f.games}`));
   }
 
+  function cloneRow(f) {
+    return el("tr", { class: "flag" },
+      el("td", {}, who(f.earlier)), el("td", {}, who(f.later)), el("td", {}, f.role),
+      el("td", { class: "n" }, pct(f.agreement)), el("td", { class: "n" }, f.mean_kl.toExponential(1)),
+      el("td", { class: "n" }, String(f.positions)));
+  }
+
+  function showClones(c) {
+    document.querySelector("#integrity-clones tbody").replaceChildren(
+      ...(c.flags.length ? c.flags.map(cloneRow) : [empty(6, "No two owners' agents play as one policy.")]));
+    const missing = c.not_fingerprinted.length ? `; ${c.not_fingerprinted.length} could not be run` : "";
+    document.getElementById("clones-status").textContent =
+      `${c.fingerprinted} neural agents fingerprinted (positions per role: ${JSON.stringify(c.positions)})${missing}; ` +
+      `flagged at >= ${pct(c.min_agreement)} same best action and mean KL <= ${c.max_kl}; ` +
+      `${c.families.length} same-owner families.`;
+  }
+
   async function check(event) {
     if (event) event.preventDefault();
     const token = tokenInput.value.trim();
@@ -44,8 +61,9 @@
       ...(body.pairs.length ? body.pairs.map(pairRow) : [empty(7, "No pair flagged.")]));
     document.querySelector("#integrity-dependence tbody").replaceChildren(
       ...(body.dependence.length ? body.dependence.map(dependenceRow) : [empty(7, "No rating rests on one opponent.")]));
+    showClones(body.clones);
     status.textContent = `${body.matches} rated matches of ${body.env} examined: ${body.pairs.length} pair flags, ` +
-      `${body.dependence.length} dependence flags (family-wise level ${body.alpha}).`;
+      `${body.dependence.length} dependence flags (family-wise level ${body.alpha}); ${body.clones.flags.length} clone flags.`;
   }
 
   form.addEventListener("submit", check);

@@ -1,0 +1,124 @@
+"""Clone fingerprints in the service: the seeded positions, fingerprints of pooled snapshots
+(safetensors and ONNX alike) cached in Redis by snapshot hash, written only when asked to."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from agents.checkpoint import LoadedCheckpoint, serialize_weights
+from agents.neural import NeuralPolicy, random_init_checkpoint
+from agents.onnx_agents.export import export_onnx, onnx_spec
+from arena.evaluation.fingerprint_positions import fingerprint_positions, scripted_mix
+from arena.evaluation.fingerprints import TTL_S, FingerprintStore, policy_fingerprint
+from arena.snapshots.durable import FileSnapshotStore
+from arena.snapshots.keys import RedisKeys
+from arena.snapshots.pool import RedisSnapshotPool
+from arena.storage.redis_server import connect_redis
+from league.fingerprints import near_duplicates, similarity
+
+pytestmark = pytest.mark.redis
+
+TTT = "tictactoe-v3"
+HIDDEN = {"hidden": [16]}
+
+
+@pytest.fixture
+def pool(redis_url: str, tmp_path: Path, redis_key_prefix: str) -> Iterator[RedisSnapshotPool]:
+    client = connect_redis(redis_url, timeout_s=5)
+    yield RedisSnapshotPool(client, FileSnapshotStore(tmp_path / "snapshots", fsync=False),
+                            keys=RedisKeys(redis_key_prefix))
+    client.close()
+
+
+def _checkpoint(seed: int, noise: float = 0.0) -> LoadedCheckpoint:
+    state, spec = random_init_checkpoint(TTT, "mlp", HIDDEN, seed=seed)
+    if noise:
+        gen = torch.Generator().manual_seed(seed + 1000)
+        state = {k: v + noise * torch.randn(v.shape, generator=gen) for k, v in state.items()}
+    return LoadedCheckpoint(spec=spec, state_dict=state, sha256="0" * 64)
+
+
+def _fp_keys(pool: RedisSnapshotPool) -> list[bytes]:
+    return list(pool.client.scan_iter(f"{pool.keys.prefix}:fp:*"))
+
+
+def test_positions_are_seeded_distinct_and_each_a_real_choice():
+    positions = fingerprint_positions(TTT, "player")
+    again = fingerprint_positions.__wrapped__(TTT, "player")  # built afresh, not from the cache
+    assert len(positions) == 512 and positions.digest == again.digest
+    assert np.array_equal(positions.obs, again.obs) and np.array_equal(positions.masks, again.masks)
+    assert positions.masks.sum(axis=1).min() >= 2  # a forced move says nothing about a policy
+    rows = {o.tobytes() + m.tobytes() for o, m in zip(positions.obs, positions.masks, strict=True)}
+    assert len(rows) == 512
+    other = fingerprint_positions.__wrapped__(TTT, "player", 64, seed=1)
+    assert len(other) == 64 and other.digest != positions.digest
+    assert scripted_mix("simple_tag-v3", "prey") == ("random", "evader", "evader:epsilon=0.3")
+    with pytest.raises(ValueError, match="no role"):
+        fingerprint_positions(TTT, "seeker")
+
+
+def test_a_noisy_copy_has_the_fingerprint_of_its_original_and_another_init_does_not():
+    positions = fingerprint_positions(TTT, "player")
+    original = policy_fingerprint(NeuralPolicy(_checkpoint(0)), positions)
+    assert original.shape == (512, 9) and original.dtype == np.float32
+    assert np.allclose(original.sum(axis=1), 1, atol=1e-5) and not original[~positions.masks].any()
+    copy = policy_fingerprint(NeuralPolicy(_checkpoint(0, noise=1e-4)), positions)
+    other = policy_fingerprint(NeuralPolicy(_checkpoint(1)), positions)
+    agreement, kl = similarity(original, copy)
+    assert agreement == 1.0 and kl < 1e-6
+    agreement, kl = similarity(original, other)
+    assert agreement < 0.5
+    assert [(s.a, s.b) for s in near_duplicates({1: original, 2: copy, 3: other})] == [(1, 2)]
+
+
+def test_fingerprints_are_cached_by_snapshot_and_written_only_when_asked(pool: RedisSnapshotPool):
+    positions = fingerprint_positions(TTT, "player")
+    ck = _checkpoint(0)
+    sha = pool.put(serialize_weights(ck.state_dict), ck.spec, TTT)
+    anonymous = FingerprintStore(pool, pool.client, pool.keys)
+    first = anonymous.get(positions, sha, persist=False)
+    assert first.error == "" and anonymous.computed == 1 and _fp_keys(pool) == []
+    assert anonymous.get(positions, sha, persist=False).probs is first.probs and anonymous.computed == 1
+
+    admin = FingerprintStore(pool, pool.client, pool.keys)  # another process: nothing in it yet
+    stored = admin.get(positions, sha)
+    [key] = _fp_keys(pool)
+    assert key.decode() == pool.keys.fingerprint(positions.digest, sha)
+    with pytest.raises(ValueError, match="digest"):
+        pool.keys.fingerprint("../" + positions.digest[3:], sha)  # keys are never built from arbitrary text
+    assert 0 < pool.client.ttl(key) <= TTL_S
+    assert np.array_equal(stored.probs, first.probs)
+    reader = FingerprintStore(pool, pool.client, pool.keys)
+    assert np.array_equal(reader.get(positions, sha).probs, first.probs) and reader.computed == 0
+
+    onnx = pool.put(export_onnx(LoadedCheckpoint(ck.spec, ck.state_dict, sha)),
+                    onnx_spec(LoadedCheckpoint(ck.spec, ck.state_dict, sha)), TTT)
+    exported = admin.get(positions, onnx)  # the same network as ONNX: the same behaviour
+    assert exported.error == "", exported.error
+    agreement, kl = similarity(first.probs, exported.probs)
+    assert agreement == 1.0 and kl < 1e-6
+
+    other_env, spec = random_init_checkpoint("connect_four-v3", "mlp", HIDDEN, seed=0)
+    wrong = admin.get(positions, pool.put(serialize_weights(other_env), spec, "connect_four-v3"))
+    assert wrong.probs is None and "plays connect_four-v3/player" in wrong.error
+
+
+def test_the_benchmark_runs_and_flags_only_the_copies():
+    """``benchmarks/fingerprints.py --smoke``: it runs, tiny noise copies are flagged and no independent pair is."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "fingerprints.py"), "--smoke"],
+                          check=False, cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {"envs", "hidden", "positions", "thresholds", "ranges", "fingerprint_ms", "positions_s"} <= result.keys()
+    flagged = result["flagged"]
+    assert flagged["copy + noise 0.0001"] == 1.0 and result["hash_baseline_flagged"] == 0.0
+    assert flagged["fresh vs fresh"] == flagged["trained vs trained"] == flagged["trained vs fresh"] == 0.0
