@@ -183,7 +183,10 @@ class ProbeService:
             room = settings.probe_queue_size - repo.count_open_probes(session)
             if room <= 0:
                 return 0
-            agents = repo.unprobed_agents(session, probe_envs(), (AgentStatus.RATED,), ("neural",), room)
+            # Submissions only: the demo ladder's and the leagues' own snapshots have no
+            # owner, and probing them all would keep a service left alone busy for hours.
+            agents = repo.unprobed_agents(session, probe_envs(), (AgentStatus.RATED,), ("neural",), room,
+                                          owned=True)
         for agent_id, _ in agents:
             queue_probe(self.services, agent_id, "auto")
         return len(agents)

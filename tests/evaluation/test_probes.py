@@ -32,11 +32,13 @@ def services(migrated_db_url, redis_url, tmp_path: Path):
         yield svc
 
 
-def _rated_submission(services, seed: int) -> int:
+def _rated_submission(services, seed: int, owner: str | None = "owner") -> int:
     state, spec = random_init_checkpoint(C4, "mlp", {"hidden": [16]}, seed=seed)
     with services.sessions.begin() as session:
+        owner_id = None if owner is None else repo.create_user(session, f"{owner}-{seed}")
         agent_id = register_snapshot_agent(session, services.pool, serialize_weights(state), spec,
-                                           pool_name=f"submissions.{C4}", name=f"sub-{seed}").id
+                                           pool_name=f"submissions.{C4}", name=f"sub-{seed}",
+                                           owner_id=owner_id).id
         for status in (AgentStatus.VALIDATING, AgentStatus.PLACEMENT, AgentStatus.RATED):
             assert repo.set_agent_status(session, agent_id, status)
     return agent_id
@@ -62,6 +64,7 @@ def test_probes_of_a_builtin_and_an_auto_queued_submission_run_and_are_recorded(
     probe, created = queue_probe(services, random_id, "ada")
     again, created_again = queue_probe(services, random_id, "ada")
     assert created and not created_again and again.id == probe.id  # one open probe per agent and budget
+    _rated_submission(services, seed=4, owner=None)  # a demo or league snapshot: never auto-probed
     service = ProbeService(services, ProcessProbeBackend())
     assert service.auto_queue() == 1 and service.auto_queue() == 0  # the rated submission, once
     with services.sessions() as session:

@@ -127,12 +127,14 @@ def count_open_probes(session: Session) -> int:
 
 
 def unprobed_agents(session: Session, env_ids: Collection[str], statuses: Collection[str],
-                    kinds: Collection[str], limit: int) -> list[tuple[int, str]]:
-    """``(agent id, env)`` of agents in ``statuses`` that never had a probe, oldest first."""
+                    kinds: Collection[str], limit: int, *, owned: bool = False) -> list[tuple[int, str]]:
+    """``(agent id, env)`` of agents in ``statuses`` that never had a probe, oldest first
+    (``owned``: only agents a user submitted)."""
     probed = select(Probe.agent_id)
     stmt = (select(Agent.id, Agent.env_id)
             .where(Agent.env_id.in_(list(env_ids)), Agent.status.in_(list(statuses)),
-                   Agent.kind.in_(list(kinds)), Agent.id.not_in(probed))
+                   Agent.kind.in_(list(kinds)), Agent.id.not_in(probed),
+                   *([Agent.owner_id.is_not(None)] if owned else []))
             .order_by(Agent.id).limit(limit))
     return [(int(r.id), r.env_id) for r in session.execute(stmt)]
 
