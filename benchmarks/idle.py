@@ -143,7 +143,8 @@ def wait_for_database(data_dir: Path, proc: subprocess.Popen, timeout: float = 3
 
 def wait_settled(data_dir: Path, proc: subprocess.Popen, trickle: float, window: float, timeout: float,
                  console: Console) -> tuple[bool, float]:
-    """Wait until every env played at most the trickle (+ one batch) over ``window`` seconds."""
+    """Wait until every env played at most the trickle (+ two batches; nothing without a
+    trickle) over ``window`` seconds."""
     start_t = time.monotonic()
     history: list[tuple[float, dict[str, int]]] = []
     while time.monotonic() - start_t < timeout:
@@ -154,7 +155,9 @@ def wait_settled(data_dir: Path, proc: subprocess.Popen, trickle: float, window:
         old = [(t, c) for t, c in history if now - t >= window]
         if old and counts:
             t0, c0 = old[-1]
-            limit = trickle * (now - t0) + 2 * TRICKLE_BATCH
+            # With a trickle, its batches; without one a settled board plays nothing (a slow
+            # env's full rate can be as low as a trickle's: hide-and-seek plays ~1 match/s).
+            limit = trickle * (now - t0) + 2 * TRICKLE_BATCH if trickle > 0 else 0
             rates = {e: n - c0.get(e, 0) for e, n in counts.items()}
             console.log(f"settling: matches in the last {now - t0:.0f} s {rates} (settled at <= {limit:.0f})")
             if len(counts) >= 2 and all(d <= limit for d in rates.values()):
