@@ -245,7 +245,8 @@ def main() -> None:
                    "ARENA_DATABASE_URL": settings.database_url, "ARENA_REDIS_URL": redis_server.url,
                    "ARENA_SIGNUPS_PER_HOUR": "1000", "ARENA_WRITES_PER_MINUTE": "10000"}
             api = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "arena.api.app:create_app",
-                                    "--port", str(port), "--log-level", "warning"], env=env)
+                                    "--port", str(port), "--log-level", "warning", "--timeout-graceful-shutdown", "5"],
+                                   env=env)
             clients: list[subprocess.Popen] = []
             try:
                 url = f"http://127.0.0.1:{port}"
@@ -299,7 +300,10 @@ def main() -> None:
                 for c in clients:
                     c.kill()
                 api.terminate()
-                api.wait(20)
+                try:
+                    api.wait(30)
+                except subprocess.TimeoutExpired:
+                    api.kill()
     result = {
         "env": ENV, "matches_at_once": BATCH, "matches": args.matches,
         "in_process_mps": round(in_process, 1), "connected_mps": round(connected, 1),

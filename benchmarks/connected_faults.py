@@ -233,7 +233,8 @@ def main() -> None:
                    # every socket comes from 127.0.0.1 here: room for the 200 idle ones
                    "ARENA_CONNECTED_SOCKETS_PER_ADDRESS": "1000"}
             api = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "arena.api.app:create_app",
-                                    "--port", str(port), "--log-level", "warning"], env=env)
+                                    "--port", str(port), "--log-level", "warning", "--timeout-graceful-shutdown", "5"],
+                                   env=env)
             url = f"http://127.0.0.1:{port}"
             clients: list[subprocess.Popen] = []
             try:
@@ -280,7 +281,10 @@ def main() -> None:
                     time.sleep(0.2)
             drain.stop()
             api.terminate()
-            api.wait(20)
+            try:
+                api.wait(30)
+            except subprocess.TimeoutExpired:
+                api.kill()
             result = integrity(services)
     fivexx = sum(n for code, n in faults.status.items() if code >= 500)
     result.update({

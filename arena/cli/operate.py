@@ -20,6 +20,8 @@ ladder_app = typer.Typer(help="Rated ladders persisted in the database.", no_arg
 ratings_app = typer.Typer(help="Ratings derived from the match log.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 
+GRACEFUL_SHUTDOWN_S = 10
+"""How long a stopping server waits for open connections (connected agents never close theirs)."""
 WS_MAX_BYTES = 1024 * 1024
 """Largest WebSocket message uvicorn reads (connected agents' frames are checked at 64 KiB)."""
 DEFAULT_LADDER = ("heuristic,heuristic:epsilon=0.1,heuristic:epsilon=0.25,heuristic:epsilon=0.5,"
@@ -231,7 +233,8 @@ def serve(
             try:
                 uvicorn.run(create_app(services), host=host or settings.host, port=port or settings.port,
                             log_level="warning", log_config=None,  # our handler and format
-                            ws_max_size=WS_MAX_BYTES)
+                            ws_max_size=WS_MAX_BYTES,
+                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)  # connected agents' sockets
             finally:
                 if probes is not None:
                     probes.stop()
