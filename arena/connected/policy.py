@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import msgpack
 import numpy as np
@@ -100,13 +100,20 @@ class ConnectedPolicy:
 
     # -- one decision batch ---------------------------------------------------------------
     def act(self, obs: np.ndarray, mask: np.ndarray, rng: MatchRng) -> ActResult:
+        return self.submit(obs, mask, rng)()
+
+    def submit(self, obs: np.ndarray, mask: np.ndarray, rng: MatchRng) -> Callable[[], ActResult]:
+        """Send the decision batch now; the returned function waits for the answer and judges
+        it. The engine asks the other policies of the ply in between, so the round trip
+        overlaps their work."""
         k = len(mask)
         with self._lock:
             matches = [self._match_of.get(int(s), f"seed:{int(s)}") for s in rng.seeds]
             banks = np.array([self._bank.get(m, self.clock.overage_s) for m in matches], dtype=np.float64)
         presence = self._await_presence()
         if presence is None:
-            return _all(k, DISCONNECTED, f"{self.agent_id} is not connected")
+            gone = _all(k, DISCONNECTED, f"{self.agent_id} is not connected")
+            return lambda: gone
         budget = self.clock.act_timeout_s
         deadline = budget + float(banks.max(initial=0.0))
         request_id = uuid.uuid4().hex
@@ -122,6 +129,12 @@ class ConnectedPolicy:
         sent = time.monotonic()
         self.broker.send(self.db_id, request_id, msgpack.packb(message, use_bin_type=True), k,
                          time.time() + deadline)
+        return lambda: self._collect(request_id, matches, banks, mask, sent, budget, deadline)
+
+    def _collect(self, request_id: str, matches: list[str], banks: np.ndarray, mask: np.ndarray, sent: float,
+                 budget: float, deadline: float) -> ActResult:
+        """Wait for the answer to ``request_id``, charge the banks, judge every row."""
+        k = len(mask)
         reply, why = self._wait(request_id, sent, deadline)
         overrun = max(0.0, time.monotonic() - sent - budget)
         banks -= overrun

@@ -20,6 +20,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,11 +109,31 @@ class PolicyCaller:
             return self._retry_rows(policy, obs, mask, rng)
         return validate_actions(raw, mask, policy.agent_id)
 
-    @staticmethod
-    def _rows_answered(policy: Policy, obs: np.ndarray, mask: np.ndarray, rng: MatchRng) -> ActResult:
+    def begin(self, policy: Policy, obs: np.ndarray, mask: np.ndarray, rng: MatchRng) -> Callable[[], ActResult]:
+        """Start asking ``policy``; the returned function gives its :class:`ActResult`.
+
+        A policy that judges its rows and can ``submit`` (a connected agent) is asked now
+        and answered when the function is called, so the engine can ask the other
+        policies of the ply meanwhile; any other policy is asked at once."""
+        submit = getattr(policy, "submit", None)
+        if submit is None or not getattr(policy, "answers_rows", False):
+            res = self.act(policy, obs, mask, rng)
+            return lambda: res
         k = len(mask)
         try:
-            res = policy.act(obs, mask, rng)
+            finish = submit(obs, mask, rng)
+        except Exception as exc:  # a transport failure forfeits these rows, never the engine
+            log.exception("%s failed to take %d rows", policy.agent_id, k)
+            failed = ActResult(np.full(k, -1), np.full(k, ERROR, np.int8), f"{policy.agent_id}: {exc}")
+            return lambda: failed
+        return lambda: self._rows_answered(policy, obs, mask, rng, finish)
+
+    @staticmethod
+    def _rows_answered(policy: Policy, obs: np.ndarray, mask: np.ndarray, rng: MatchRng,
+                       finish: Callable[[], ActResult] | None = None) -> ActResult:
+        k = len(mask)
+        try:
+            res = finish() if finish is not None else policy.act(obs, mask, rng)
         except Exception as exc:
             log.exception("%s failed to answer %d rows", policy.agent_id, k)
             return ActResult(np.full(k, -1), np.full(k, ERROR, np.int8), f"{policy.agent_id}: {exc}")
