@@ -71,6 +71,24 @@ def wait_http(url: str, timeout: float = 60.0) -> None:
         time.sleep(0.2)
 
 
+def start_api(settings, port: int, **env: str) -> subprocess.Popen:
+    """The API (uvicorn, ``create_app``) in a process of its own, on the database and Redis
+    of ``settings``; ``env``: further ``ARENA_*`` variables (its abuse limits)."""
+    env = {**os.environ, "PYTHONPATH": str(_ROOT), "ARENA_DATA_DIR": str(settings.data_dir),
+           "ARENA_DATABASE_URL": settings.database_url, "ARENA_REDIS_URL": settings.redis_url, **env}
+    return subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "arena.api.app:create_app",
+                             "--port", str(port), "--log-level", "warning", "--timeout-graceful-shutdown", "5"],
+                            env=env)
+
+
+def stop_api(api: subprocess.Popen) -> None:
+    api.terminate()
+    try:
+        api.wait(30)
+    except subprocess.TimeoutExpired:
+        api.kill()
+
+
 # -- the delaying proxy -------------------------------------------------------------------
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float) -> None:
     """Copy bytes, each chunk delivered ``delay`` after it arrived (order kept)."""
@@ -241,12 +259,7 @@ def main() -> None:
                             redis_url=redis_server.url, signups_per_hour=1000, writes_per_minute=10_000)
         with open_services(settings) as services:
             port = free_port()
-            env = {**os.environ, "PYTHONPATH": str(_ROOT), "ARENA_DATA_DIR": str(tmp / "data"),
-                   "ARENA_DATABASE_URL": settings.database_url, "ARENA_REDIS_URL": redis_server.url,
-                   "ARENA_SIGNUPS_PER_HOUR": "1000", "ARENA_WRITES_PER_MINUTE": "10000"}
-            api = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "arena.api.app:create_app",
-                                    "--port", str(port), "--log-level", "warning", "--timeout-graceful-shutdown", "5"],
-                                   env=env)
+            api = start_api(settings, port, ARENA_SIGNUPS_PER_HOUR="1000", ARENA_WRITES_PER_MINUTE="10000")
             clients: list[subprocess.Popen] = []
             try:
                 url = f"http://127.0.0.1:{port}"
@@ -299,11 +312,7 @@ def main() -> None:
             finally:
                 for c in clients:
                     c.kill()
-                api.terminate()
-                try:
-                    api.wait(30)
-                except subprocess.TimeoutExpired:
-                    api.kill()
+                stop_api(api)
     result = {
         "env": ENV, "matches_at_once": BATCH, "matches": args.matches,
         "in_process_mps": round(in_process, 1), "connected_mps": round(connected, 1),

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -49,7 +48,7 @@ from sqlalchemy import func, select
 from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import connect
 
-from benchmarks.connected import ENV, free_port, start_client, wait_http, wait_online
+from benchmarks.connected import ENV, free_port, start_api, start_client, stop_api, wait_http, wait_online
 
 STORMS = ("storm-1", "storm-2", "storm-3", "storm-4")
 OTHER_ENV = "tictactoe-v3"
@@ -226,15 +225,9 @@ def main() -> None:
                             client_writes_per_minute=100_000)
         with open_services(settings) as services:
             port = free_port()
-            env = {**os.environ, "PYTHONPATH": str(_ROOT), "ARENA_DATA_DIR": str(tmp / "data"),
-                   "ARENA_DATABASE_URL": settings.database_url, "ARENA_REDIS_URL": redis_server.url,
-                   "ARENA_SIGNUPS_PER_HOUR": "1000", "ARENA_WRITES_PER_MINUTE": "100000",
-                   "ARENA_CLIENT_WRITES_PER_MINUTE": "100000",
-                   # every socket comes from 127.0.0.1 here: room for the 200 idle ones
-                   "ARENA_CONNECTED_SOCKETS_PER_ADDRESS": "1000"}
-            api = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "arena.api.app:create_app",
-                                    "--port", str(port), "--log-level", "warning", "--timeout-graceful-shutdown", "5"],
-                                   env=env)
+            # every socket comes from 127.0.0.1 here: room for the 200 idle ones
+            api = start_api(settings, port, ARENA_SIGNUPS_PER_HOUR="1000", ARENA_WRITES_PER_MINUTE="100000",
+                            ARENA_CLIENT_WRITES_PER_MINUTE="100000", ARENA_CONNECTED_SOCKETS_PER_ADDRESS="1000")
             url = f"http://127.0.0.1:{port}"
             clients: list[subprocess.Popen] = []
             try:
@@ -280,11 +273,7 @@ def main() -> None:
                 while any(drain.lane.busy(e) for e in config.envs):
                     time.sleep(0.2)
             drain.stop()
-            api.terminate()
-            try:
-                api.wait(30)
-            except subprocess.TimeoutExpired:
-                api.kill()
+            stop_api(api)
             result = integrity(services)
     fivexx = sum(n for code, n in faults.status.items() if code >= 500)
     result.update({

@@ -15,15 +15,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from tests.api.helpers import checkpoint
+from tests.api.test_schemathesis import CHECKS
 from tests.client.conftest import Arena
-
-CHECKS = [
-    schemathesis.checks.not_a_server_error,
-    schemathesis.checks.status_code_conformance,
-    schemathesis.checks.content_type_conformance,
-    schemathesis.checks.response_headers_conformance,
-    schemathesis.checks.response_schema_conformance,
-]
 
 
 @pytest.mark.slow
