@@ -29,10 +29,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
-from arena.engine import MatchEngine, MatchJob, MatchRecord
+from arena.engine import MatchJob, MatchRecord
 from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.ladder.recorder import record_unrated
-from arena.runners import AgentSource, InProcessRunner, PolicyResolver
+from arena.runners import AgentSource, InProcessRunner
 from arena.runners.batches import MatchBatch
 from arena.storage.wiring import Services
 from envs.registry import get_spec
@@ -118,10 +118,7 @@ class ConnectedLane:
         spec = get_spec(env_id)
 
         def play() -> MatchRecord:
-            with MatchEngine() as engine:
-                resolver = PolicyResolver(self._runner().resolver.snapshots, self.services.connected_policies())
-                batch = MatchBatch(env_id, [job], sources)
-                [record] = engine.play(env_id, [job], resolver.policies(batch))
+            [(_, [record])] = self._runner().run([MatchBatch(env_id, [job], sources)])
             record_unrated(self.services.sessions, spec, [record], agent_ids)
             return record
 
