@@ -2,21 +2,38 @@
 
 One run of the hide-and-seek league (:mod:`arena.training.hide_and_seek_league`) on
 ``hide_and_seek-v1``'s standard quadrant layout, within a wall-clock budget (default 60
-minutes on CPUs, 10 on a GPU), snapshots in an embedded Redis pool. The baseline is
-generation 0, the untrained networks (near-random play), measured the same way; ours
-is every later generation. Per generation it prints the phase rates measured against
-itself on the standard layout (chasing, fort, ramp use, ramp defense) and the TrueSkill
-of its hiders and seekers (and the fort rate on its training layouts, which start as the
-curriculum's boxes-by-the-doors ones), then one JSON line:
+minutes on CPUs, 10 on a GPU), snapshots in an embedded Redis pool. By default the teams
+learn from the game's own team reward alone (hidden or seen, per post-preparation step):
+nothing pays for a fort, a ramp or a defended ramp. What the league does change is where
+training episodes start: a start-state curriculum (boxes next to the doors while forts
+are rare, later the ramp near a door with its reach set by automatic domain
+randomization's rule), reported under ``config.start_state_curriculum``; the phase rates
+are always measured on the standard layout. ``--shaped`` trains the shaped configuration
+instead (:data:`arena.training.hide_and_seek_league.SHAPING`: the hiders paid 40 for a
+fort, 10 by a fort potential, 30 for a defended ramp), ``--ablation`` runs the honest
+run and then the shaped one, each with the whole ``--minutes``, and prints one table of
+both.
 
-``generations``, ``env_steps``, ``env_steps_per_s`` (training env steps per second of
-training), ``chasing_rates``, ``fort_rates``, ``ramp_use_rates``, ``ramp_defense_rates``
-(per generation), ``fort_rate_max``, ``ramp_use_rate_max``, ``ramp_defense_rate_max``,
-``first_generation`` (per phase, the first generation whose rate passed 0.5 for fort and
-ramp defense, 0.3 for ramp use; ``null`` if none), ``phases_in_order`` (fort, then ramp
-use, then ramp defense, each first reached in that order), ``hider_mu`` / ``seeker_mu``.
+The baseline is generation 0, the untrained networks (near-random play), measured the
+same way; ours is every later generation. Per generation it prints the phase rates
+measured against itself on the standard layout (chasing, fort, ramp use, ramp defense)
+and the TrueSkill of its hiders and seekers (and the fort rate on its training layouts,
+which start as the curriculum's boxes-by-the-doors ones), then a table per phase
+(untrained baseline, max, first generation past its bar) and one JSON line:
 
-    nice python benchmarks/hide_and_seek.py --minutes 20
+``shaped`` (whether any shaping bonus was paid), ``baseline_rates`` (generation 0's rate
+of each phase), ``generations``, ``env_steps``, ``env_steps_per_s`` (training env steps
+per second of training), ``chasing_rates``, ``fort_rates``, ``ramp_use_rates``,
+``ramp_defense_rates`` (per generation), ``fort_rate_max``, ``ramp_use_rate_max``,
+``ramp_defense_rate_max``, ``first_generation`` (per phase, the first generation whose
+rate passed 0.5 for fort and ramp defense, 0.3 for ramp use; ``null`` if none),
+``phases_in_order`` (fort, then ramp use, then ramp defense, each first reached in that
+order), ``hider_mu`` / ``seeker_mu``, ``config`` (sizes, ``rewards``: ``team`` or
+``shaped``, the ``bonuses``, the ``start_state_curriculum``). With ``--ablation`` the
+honest run's keys, plus ``ablation.shaped``: the shaped run's.
+
+    nice python benchmarks/hide_and_seek.py --minutes 60 --data-dir runs/hs-honest   # the headline
+    nice python benchmarks/hide_and_seek.py --ablation --minutes 60   # honest, then shaped: two hours
     python benchmarks/hide_and_seek.py --smoke   # seconds, tiny sizes: checks that it runs (the suite's)
     python benchmarks/hide_and_seek.py --scripted   # no training: is ramp defense feasible at all?
 
@@ -38,23 +55,25 @@ one core, 251 s): fort, ramp defense and both 1.000 at the detectors' level (the
 0.952 / 0.915 (each part fits alone in 0.945), 0.964 with 22 preparation steps and
 0.992 with 24 (docs/leagues.md, "Is ramp defense feasible?").
 
-Measured (the defaults, 60 minutes, both cores of the 2-core machine, nothing else
-running but seconds of small checks; commit 072b838: pushable boxes, hider shaping 40/10/10, two-stage curriculum
-with the ramp two cells outside a door): 470 generations, 30.0M env steps, 12.1k env
-steps/s of training. Standard-layout fort 0.02 untrained -> >= 0.5 from generation 121
--> 0.85 max (>= 0.8 in 74 generations from 226 on); seekers' ramp use 0.14 background
--> >= 0.3 from generation 165 (after forts) -> 0.90 max, chasing back up from 0.39 to
-~0.5 as they climbed over the forts; ramp defense never above the untrained 0.02: the
-hiders did not leave their room to lock the ramp. ``phases_in_order`` false for that
-reason alone. With the current defaults (a hider starts next to the ramp in the ramp
-stage; the machine shared with a test run for ~60% of the hour): 390 generations, 24.9M
-env steps, fort >= 0.5 from generation 120 -> 0.91, ramp use >= 0.3 from 243 -> 0.93,
-ramp defense <= 0.008 (docs/leagues.md). With the ramp stage's reach (commit a10bbb7, the
-defaults; nothing else running): 423 generations, 27.0M env steps, 11.2k env steps/s; fort
->= 0.5 from generation 134 -> 0.90 (>= 0.8 in 134 generations from 234 on), ramp use >= 0.3
-from 221 -> 0.96; the reach rose 0 -> 0.4 (generations 100-162) and stayed there, the stage
-defending 0.11-0.23 of its own episodes; standard-layout ramp defense <= 0.012 after
-generation 0.
+Every training number measured so far is of the **shaped** configuration (what was then the
+default, now ``--shaped``): the hiders were paid for exactly the fort and the defended ramp
+that the detectors count, so those forts did not emerge from the game's reward. The honest
+run (the default since issue 21) has not been measured yet. The shaped runs (60 minutes,
+both cores of the 2-core machine): commit 072b838 (pushable boxes, hider shaping 40/10/10,
+two-stage curriculum with the ramp two cells outside a door; nothing else running): 470
+generations, 30.0M env steps, 12.1k env steps/s of training. Standard-layout fort 0.02
+untrained -> >= 0.5 from generation 121 -> 0.85 max (>= 0.8 in 74 generations from 226
+on); seekers' ramp use 0.14 background -> >= 0.3 from generation 165 (after forts) -> 0.90
+max, chasing back up from 0.39 to ~0.5 as they climbed over the forts; ramp defense never
+above the untrained 0.02. With a hider next to the ramp in the ramp stage (shared with a
+test run for ~60% of the hour): 390 generations, 24.9M env steps, fort >= 0.5 from
+generation 120 -> 0.91, ramp use >= 0.3 from 243 -> 0.93, ramp defense <= 0.008. With the
+ramp stage's reach (commit a10bbb7, shaping 40/10/30; nothing else running): 423
+generations, 27.0M env steps, 11.2k env steps/s; fort >= 0.5 from generation 134 -> 0.90
+(>= 0.8 in 134 generations from 234 on), ramp use >= 0.3 from 221 -> 0.96; the reach rose
+0 -> 0.4 (generations 100-162) and stayed there, the stage defending 0.11-0.23 of its own
+episodes; standard-layout ramp defense <= 0.012 after generation 0 (docs/leagues.md).
+Only the seekers' ramp use was unpaid in those runs.
 """
 
 from __future__ import annotations
@@ -78,6 +97,7 @@ from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.storage.redis_server import EmbeddedRedis, connect_redis
 from arena.training.hide_and_seek_league import (
+    SHAPING,
     GenerationSummary,
     HideAndSeekLeague,
     HideAndSeekLeagueConfig,
@@ -100,6 +120,7 @@ def summarise(league: HideAndSeekLeague) -> dict:
     steps, seconds = league.trainer.total_steps, league.train_seconds
     return {
         "generations": len(gens),
+        "baseline_rates": {p: v[0] for p, v in rates.items()},
         "env_steps": steps,
         "env_steps_per_s": round(steps / seconds, 1) if seconds else 0.0,
         **{f"{p}_rates": v for p, v in rates.items()},
@@ -164,9 +185,90 @@ def scripted(layouts: int, seed: int) -> dict:
     return result
 
 
+BONUSES = ("fort_bonus", "fort_potential_bonus", "ramp_defense_bonus", "ramp_use_bonus")
+PHASE_NAMES = ("chasing", *THRESHOLDS)
+
+
+def league_config(args: argparse.Namespace, shaped: bool, name: str) -> HideAndSeekLeagueConfig:
+    """The league of one run: the game's team reward (``shaped`` adds :data:`SHAPING`), the
+    command line's sizes, bonuses and start-state curriculum."""
+    ppo = default_v1_ppo(args.seed, shaped=shaped)
+    bonuses = {k: getattr(args, k) for k in BONUSES if getattr(args, k) is not None}
+    ppo = replace(ppo, epochs=args.epochs, device=args.device, **args.sizes, **bonuses)
+    return HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=args.updates_per_generation,
+                                   eval_episodes=args.eval_episodes, curriculum=not args.no_curriculum,
+                                   curriculum_share=args.curriculum_share,
+                                   curriculum_target=args.curriculum_target,
+                                   curriculum_ramp=args.curriculum_ramp, ramp_reach_step=args.ramp_reach_step)
+
+
+def run_config(league: HideAndSeekLeague) -> dict:
+    """What the run trained with (the league's own config: a resumed league keeps its saved one):
+    sizes, the rewards (``bonuses``, all 0 when unshaped) and the start-state curriculum."""
+    cfg, ppo = league.cfg, league.cfg.ppo
+    return {"num_envs": ppo.num_envs, "minibatch_size": ppo.minibatch_size, "layout_bank": ppo.layout_bank,
+            "epochs": ppo.epochs, "gamma": ppo.gamma, "updates_per_generation": cfg.updates_per_generation,
+            "eval_episodes": cfg.eval_episodes, "rewards": "shaped" if ppo.shaped else "team",
+            "bonuses": {k: getattr(ppo, k) for k in BONUSES},
+            "start_state_curriculum": {
+                "curriculum": cfg.curriculum, "curriculum_share": cfg.curriculum_share,
+                "curriculum_target": cfg.curriculum_target, "curriculum_ramp": cfg.curriculum_ramp,
+                "ramp_reach_step": cfg.ramp_reach_step, "ramp_reach_up": cfg.ramp_reach_up,
+                "ramp_reach_down": cfg.ramp_reach_down,
+                "stages": "box_by_door: boxes start next to the doors inside; ramp_by_door: the ramp starts "
+                          "near a door, a hider on its way (reach set by ADR's rule)"}}
+
+
+def train_run(args: argparse.Namespace, pool: RedisSnapshotPool, data_dir: Path, shaped: bool,
+              minutes: float) -> tuple[dict, HideAndSeekLeague]:
+    """One league run of ``minutes`` (printing a row per generation); its result dict."""
+    start = time.perf_counter()
+    name = "bench-shaped" if shaped else "bench"
+    league = HideAndSeekLeague(pool, data_dir, league_config(args, shaped, name))
+    if league.cfg.ppo.shaped != shaped:
+        print(f"note: resumed league {name!r} was saved {'with' if league.cfg.ppo.shaped else 'without'} "
+              "shaping; its saved config wins")
+    ppo = league.cfg.ppo
+    rewards = ("shaped: " + ", ".join(f"{k} {getattr(ppo, k):g}" for k in BONUSES)) if ppo.shaped \
+        else "the game's team reward only"
+    print(f"hide_and_seek-v1 quadrant, {minutes:g} min, device {league.trainer.device}, "
+          f"{ppo.num_envs} envs, {league.cfg.updates_per_generation} updates per generation; rewards: {rewards}")
+    print(" gen  upds   env steps  chasing   fort  ramp_use  ramp_defense  hider_mu  seeker_mu"
+          "  train_fort  boxes/ramp  reach  stage_defense")
+    print(row(league.generations[0]) + "   (baseline: untrained)")
+    left = minutes - (time.perf_counter() - start) / 60.0
+    league.run(left, on_generation=lambda s: print(row(s), flush=True))
+    result = {"shaped": ppo.shaped, **summarise(league), "wall_s": round(time.perf_counter() - start, 1),
+              "device": str(league.trainer.device), "config": run_config(league)}
+    return result, league
+
+
+def final_table(results: list[dict]) -> None:
+    """One table for every run: each phase's untrained baseline, max and first generation."""
+    head = "phase         pass  " + "  ".join(
+        f"{'shaped' if r['shaped'] else 'honest'}: baseline    max  first_gen" for r in results)
+    print(head)
+    for phase in PHASE_NAMES:
+        cells = []
+        for r in results:
+            first = r["first_generation"].get(phase)
+            cells.append(f"{r['baseline_rates'][phase]:16.3f} {max(r[f'{phase}_rates']):6.3f} "
+                         f"{'-' if first is None else first:>10}")
+        bar = f"{THRESHOLDS[phase]:4.1f}" if phase in THRESHOLDS else "   -"
+        print(f"{phase:12s}  {bar}  " + "  ".join(cells))
+    print("runs: " + "; ".join(f"{'shaped' if r['shaped'] else 'honest'} {r['generations']} generations, "
+                               f"{r['env_steps']:,} env steps, {r['env_steps_per_s']:,.0f}/s, in order "
+                               f"{r['phases_in_order']}" for r in results))
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--minutes", type=float, default=None, help="budget (default 60 on CPU, 10 on a GPU)")
+    p.add_argument("--minutes", type=float, default=None,
+                   help="budget of each run (default 60 on CPU, 10 on a GPU; --ablation runs two)")
+    p.add_argument("--shaped", action="store_true",
+                   help="the shaped configuration instead: hiders paid for forts and a defended ramp")
+    p.add_argument("--ablation", action="store_true",
+                   help="the honest run, then the shaped one, each with --minutes; one table of both")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-envs", type=int, default=None, help="episodes per update (default 128; 2048 on a GPU)")
     p.add_argument("--epochs", type=int, default=4)
@@ -175,10 +277,9 @@ def main(argv: list[str] | None = None) -> dict:
                    help="GPU: layouts drawn per curriculum setting, picked on the device (default 8192)")
     p.add_argument("--updates-per-generation", type=int, default=10)
     p.add_argument("--eval-episodes", type=int, default=256)
-    p.add_argument("--fort-bonus", type=float, default=None)
-    p.add_argument("--fort-potential-bonus", type=float, default=None)
-    p.add_argument("--ramp-defense-bonus", type=float, default=None)
-    p.add_argument("--ramp-use-bonus", type=float, default=None)
+    for name in BONUSES:
+        p.add_argument(f"--{name.replace('_', '-')}", type=float, default=None,
+                       help=f"shaping bonus (default 0; {SHAPING[name]:g} with --shaped)")
     p.add_argument("--curriculum-share", type=float, default=HideAndSeekLeagueConfig.curriculum_share,
                    help="share of boxes-by-the-doors training episodes while standard forts are rare")
     p.add_argument("--curriculum-target", type=float, default=HideAndSeekLeagueConfig.curriculum_target,
@@ -191,7 +292,7 @@ def main(argv: list[str] | None = None) -> dict:
                    help="how far the ramp stage's reach moves per generation (0: ramp next to a hider by the door)")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    p.add_argument("--data-dir", default=None, help="keep (and resume) the league here")
+    p.add_argument("--data-dir", default=None, help="keep (and resume) the leagues here")
     p.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
     p.add_argument("--scripted", action="store_true",
                    help="no training: planned hider teams measure whether fort and ramp defense fit in preparation")
@@ -207,40 +308,21 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
     gpu = torch.cuda.is_available() and args.device in ("auto", "cuda")
     minutes = args.minutes if args.minutes is not None else (10.0 if gpu else 60.0)
-    sizes = {"num_envs": args.num_envs or (2048 if gpu else 128),
-             "minibatch_size": args.minibatch_size or (16384 if gpu else 2048),
-             "layout_bank": args.layout_bank if args.layout_bank is not None else (8192 if gpu else 0)}
-    ppo = default_v1_ppo(args.seed)
-    names = ("fort_bonus", "fort_potential_bonus", "ramp_defense_bonus", "ramp_use_bonus")
-    bonuses = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
-    ppo = replace(ppo, epochs=args.epochs, device=args.device, **sizes, **bonuses)
-    config = HideAndSeekLeagueConfig(name="bench", ppo=ppo, updates_per_generation=args.updates_per_generation,
-                                     eval_episodes=args.eval_episodes, curriculum=not args.no_curriculum,
-                                     curriculum_share=args.curriculum_share,
-                                     curriculum_target=args.curriculum_target,
-                                     curriculum_ramp=args.curriculum_ramp, ramp_reach_step=args.ramp_reach_step)
-    start = time.perf_counter()
+    args.sizes = {"num_envs": args.num_envs or (2048 if gpu else 128),
+                  "minibatch_size": args.minibatch_size or (16384 if gpu else 2048),
+                  "layout_bank": args.layout_bank if args.layout_bank is not None else (8192 if gpu else 0)}
+    runs = (False, True) if args.ablation else (args.shaped,)
+    results = []
     with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp:
         data_dir = Path(args.data_dir or tmp)
         with EmbeddedRedis(data_dir / "redis") as server:
             pool = RedisSnapshotPool(connect_redis(server.url), FileSnapshotStore(data_dir / "snapshots"))
-            league = HideAndSeekLeague(pool, data_dir, config)
-            print(f"hide_and_seek-v1 quadrant, {minutes:g} min, device {league.trainer.device}, "
-                  f"{ppo.num_envs} envs, {args.updates_per_generation} updates per generation")
-            print(" gen  upds   env steps  chasing   fort  ramp_use  ramp_defense  hider_mu  seeker_mu"
-                  "  train_fort  boxes/ramp  reach  stage_defense")
-            print(row(league.generations[0]) + "   (baseline: untrained)")
-            left = minutes - (time.perf_counter() - start) / 60.0
-            league.run(left, on_generation=lambda s: print(row(s), flush=True))
-            result = summarise(league)
-    result["wall_s"] = round(time.perf_counter() - start, 1)
-    result["device"] = str(league.trainer.device)
-    result["config"] = {**sizes, "epochs": ppo.epochs,
-                        "updates_per_generation": args.updates_per_generation,
-                        "curriculum": config.curriculum, "curriculum_share": config.curriculum_share,
-                        "curriculum_target": config.curriculum_target, "curriculum_ramp": config.curriculum_ramp,
-                        "ramp_reach_step": config.ramp_reach_step, **{
-                            k: getattr(ppo, k) for k in names}}
+            for shaped in runs:
+                results.append(train_run(args, pool, data_dir, shaped, minutes)[0])
+    final_table(results)
+    result = results[0]
+    if len(results) > 1:
+        result["ablation"] = {"shaped": results[1]}
     print(json.dumps(result))
     return result
 

@@ -143,6 +143,12 @@ class HideAndSeekPPOConfig:
     ramp_use_bonus: float = 0.0
     """v1 shaping: seeker reward in the step where ``ramp_use`` first happens in an episode"""
 
+    @property
+    def shaped(self) -> bool:
+        """Whether any shaping bonus is on (else the teams learn from the game's reward alone)."""
+        return bool(self.fort_bonus or self.fort_potential_bonus or self.ramp_defense_bonus
+                    or self.ramp_use_bonus)
+
 
 def make_core(
     cfg: HideAndSeekPPOConfig, n: int, standard: bool = False, device: torch.device | None = None,
@@ -324,9 +330,7 @@ class HideAndSeekPPO:
                 rew=torch.zeros((t_len, n, 2), device=dev), live=live,
             )
         returns = torch.zeros(n, device=dev)
-        shaping = isinstance(core, HideAndSeekV1Core | TorchHideAndSeekV1Core) and bool(
-            self.cfg.fort_bonus or self.cfg.fort_potential_bonus or self.cfg.ramp_defense_bonus
-            or self.cfg.ramp_use_bonus)
+        shaping = isinstance(core, HideAndSeekV1Core | TorchHideAndSeekV1Core) and self.cfg.shaped
         used = torch.zeros(n, dtype=torch.bool, device=dev)  # ramp_use already rewarded in this episode
         if shaping:
             self._potential = torch.as_tensor(core.fort_potential(), device=dev)

@@ -140,6 +140,8 @@ def hide_and_seek(
     threads: int = typer.Option(2, min=1, help="torch CPU threads."),
     device: str = typer.Option("auto", help="Training device: auto (CUDA when present), cpu, cuda."),
     seed: int = typer.Option(0, help="Master seed (a new league)."),
+    shaped: bool = typer.Option(False, "--shaped", help="Pay the hiders for forts and a defended ramp (a new "
+                                "league; default: the game's team reward alone)."),
 ) -> None:
     """Train the hider/seeker league (hide_and_seek-v1) and publish its strategy timeline after each generation.
 
@@ -155,7 +157,7 @@ def hide_and_seek(
     from arena.training.hide_and_seek_service import HideAndSeekLeagueRun
 
     torch.set_num_threads(threads)
-    ppo = replace(default_v1_ppo(seed=seed), num_envs=envs, device=device)
+    ppo = replace(default_v1_ppo(seed=seed, shaped=shaped), num_envs=envs, device=device)
     config = HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=updates,
                                      eval_episodes=eval_episodes)
     roles = ("hider", "seeker")

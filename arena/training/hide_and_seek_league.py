@@ -38,6 +38,10 @@
 * generations are rated by TrueSkill per role (:func:`rate_generations`, agents
   ``hider-gen<g>`` and ``seeker-gen<g>``) from all evaluation matches.
 
+Rewards are the game's team reward alone by default (:func:`default_v1_ppo`); the shaped
+configuration (``default_v1_ppo(shaped=True)``, :data:`SHAPING`) also pays the hiders for a
+fort and a defended ramp. The curriculum only changes where episodes start.
+
 Training uses CUDA when present (``device="auto"``): v1's episodes then step in its torch
 core on the GPU (:class:`envs.device.hide_and_seek_v1.TorchHideAndSeekV1Core`); evaluation
 plays on the host.
@@ -108,12 +112,22 @@ def rate_generations(
     )
 
 
-def default_v1_ppo(seed: int = 0) -> HideAndSeekPPOConfig:
-    """PPO settings of the v1 league: the standard quadrant layout, fort and ramp shaping."""
+SHAPING = {"fort_bonus": 40.0, "fort_potential_bonus": 10.0, "ramp_defense_bonus": 30.0, "ramp_use_bonus": 0.0}
+"""The shaped configuration's bonuses (``default_v1_ppo(shaped=True)``): the hiders are paid
+for the fort and the defended ramp, exactly what the phase detectors count."""
+
+
+def default_v1_ppo(seed: int = 0, shaped: bool = False) -> HideAndSeekPPOConfig:
+    """PPO settings of the v1 league on the standard quadrant layout.
+
+    Args:
+        seed: The run's seed.
+        shaped: Add :data:`SHAPING`'s bonuses; by default the teams learn from the game's
+            own team reward alone.
+    """
     return HideAndSeekPPOConfig(
         env_id="hide_and_seek-v1", size=9, n_doors=None, layout="quadrant", seekers_by_door=False,
-        fort_bonus=40.0, fort_potential_bonus=10.0, ramp_defense_bonus=30.0, ramp_use_bonus=0.0, seed=seed,
-        device="auto",
+        seed=seed, device="auto", **(SHAPING if shaped else {}),
     )
 
 

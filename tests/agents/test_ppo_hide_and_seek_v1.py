@@ -16,7 +16,7 @@ from envs.hide_and_seek_v1_core import HideAndSeekV1Core
 
 def test_v1_trainer_updates_with_shaping_and_saves_v1_checkpoints(tmp_path) -> None:
     torch.set_num_threads(1)
-    cfg = replace(default_v1_ppo(seed=4), num_envs=16, hidden=[16], epochs=1, device="cpu")
+    cfg = replace(default_v1_ppo(seed=4, shaped=True), num_envs=16, hidden=[16], epochs=1, device="cpu")
     trainer = HideAndSeekPPO(cfg)
     assert isinstance(trainer.core, HideAndSeekV1Core) and trainer.obs_dim == 575
     before = [p.clone() for p in trainer.models["hider"].parameters()]
@@ -44,7 +44,8 @@ def test_fort_shaping_pays_hiders_for_boxes_moved_towards_the_doors() -> None:
 
 def test_v1_trainer_steps_the_torch_core_off_the_host_with_the_same_shaping() -> None:
     torch.set_num_threads(1)
-    cfg = replace(default_v1_ppo(seed=2), num_envs=8, hidden=[8], epochs=1, device="cpu", ramp_use_bonus=3.0)
+    cfg = replace(default_v1_ppo(seed=2, shaped=True), num_envs=8, hidden=[8], epochs=1, device="cpu",
+                  ramp_use_bonus=3.0)
     host, dev = HideAndSeekPPO(cfg), HideAndSeekPPO(replace(cfg, torch_core=True, layout_bank=16))
     assert isinstance(dev.core, TorchHideAndSeekV1Core) and dev.obs_dim == host.obs_dim
     stats = dev.update()

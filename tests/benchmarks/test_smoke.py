@@ -39,7 +39,7 @@ SMOKE: dict[str, tuple[set[str], tuple[pytest.MarkDecorator, ...]]] = {
     "hide_and_seek.py": ({"generations", "env_steps", "env_steps_per_s", "chasing_rates", "fort_rates",
                           "ramp_use_rates", "ramp_defense_rates", "fort_rate_max", "ramp_use_rate_max",
                           "ramp_defense_rate_max", "first_generation", "phases_in_order", "hider_mu", "seeker_mu",
-                          "wall_s", "device", "config"}, ()),
+                          "wall_s", "device", "config", "shaped", "baseline_rates"}, ()),
     "idle.py": ({"cpu_share_settled", "db_growth_mb_per_hour", "file_growth_mb_per_hour", "matches_per_s_settled",
                  "settled", "settle_s", "baseline_cpu_share", "baseline_db_growth_mb_per_hour",
                  "baseline_file_growth_mb_per_hour", "baseline_matches_per_s", "window_s", "trickle_matches_per_s",
