@@ -2,7 +2,7 @@
 
 :func:`feasibility` draws standard layouts (the registered env's quadrant draw, one per
 seed), plans each with :class:`agents.hide_and_seek_planner.TeamPlanner` and plays every
-plan found in the real numpy core (:class:`envs.hide_and_seek_v1_core.HideAndSeekV1Core`,
+plan found in the real numpy core (:class:`envs.hide_and_seek.core_v1.HideAndSeekV1Core`,
 the same class and detectors the benchmarks read) through the preparation phase. A
 task counts as done in a layout only when the core says so at the end of preparation:
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from agents import hide_and_seek_model as rules
 from agents.hide_and_seek_planner import TeamPlanner
-from envs.hide_and_seek_v1_core import HideAndSeekV1Core
+from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 
 LEVELS = ("detectors", "sealed")
 TASKS = {"fort": (True, False), "ramp_defense": (False, True), "both": (True, True)}

@@ -2,7 +2,7 @@
 
 The planner (:mod:`agents.hide_and_seek_planner`) searches hundreds of thousands of
 states per layout, one at a time, which the batched numpy core
-(:class:`envs.hide_and_seek_v1_core.HideAndSeekV1Core`) is not made for. This module
+(:class:`envs.hide_and_seek.core_v1.HideAndSeekV1Core`) is not made for. This module
 restates the core's rules for the preparation phase as plain functions on small
 tuples, line for line (``tests/agents/test_hide_and_seek_planner.py`` steps it beside
 the core on random actions and compares every array), and every plan the planner
@@ -20,11 +20,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from envs.hide_and_seek_grid import HIDERS, UNLOCKED
-from envs.hide_and_seek_v1_grid import LayoutV1
+from envs.hide_and_seek.layouts_v1 import LayoutV1
+from envs.hide_and_seek.rules import ACTIONS, GRAB, HIDERS, LOCK, NOOP, UNLOCKED
 
-NOOP, GRAB, LOCK = 0, 5, 6
-ACTIONS = tuple(range(7))
+__all__ = ["ACTIONS", "GRAB", "LOCK", "NOOP", "Board", "World", "from_layout"]
 
 
 class World(NamedTuple):

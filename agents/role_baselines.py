@@ -7,7 +7,7 @@ is a seeker or a predator) declares it in ``role``; the ladder gives it only tha
 role's seats. One policy drives every seat of its team.
 
 hide_and_seek-v0 (observation: six 9x9 planes around the agent, then flags; see
-:mod:`envs.hide_and_seek`):
+:mod:`envs.hide_and_seek.env`):
     ``chaser`` (seeker): steps toward the nearest hider in sight, else wanders.
     ``box-hider`` (hider): in preparation, finds a door of the room in view, grabs the
         nearest box from the far side and walks it into the door, then locks it (on
@@ -29,15 +29,15 @@ import numpy as np
 
 from agents.baselines import ScriptedPolicy
 from agents.policy import MatchRng
+from envs.hide_and_seek.rules import CHANNELS, GRAB, LOCK, MOVES, NOOP, VIEW_SIZE, flat_index
 
-# hide_and_seek-v0 observation layout (envs.hide_and_seek_core.CHANNELS / FLAT).
-HS_VIEW = 9
+# hide_and_seek-v0's observation layout and actions, from its rules.
+HS_VIEW = VIEW_SIZE
 HS_PLANE = HS_VIEW * HS_VIEW
-HS_BOXES, HS_OPPONENTS = 1, 5
-HS_PREP, HS_TIME, HS_HOLDING = 6 * HS_PLANE, 6 * HS_PLANE + 1, 6 * HS_PLANE + 4
-HS_NOOP, HS_GRAB, HS_LOCK = 0, 5, 6
-# Grid moves of actions 1-4 as (row, col) steps: north, east, south, west.
-HS_MOVES = np.array([[-1, 0], [0, 1], [1, 0], [0, -1]])
+HS_BOXES, HS_OPPONENTS = CHANNELS.index("boxes"), CHANNELS.index("visible_opponents")
+HS_PREP, HS_TIME, HS_HOLDING = (flat_index(name) for name in ("prep_phase", "time_fraction", "holding"))
+HS_NOOP, HS_GRAB, HS_LOCK = NOOP, GRAB, LOCK
+HS_MOVES = MOVES
 # simple_tag-v3: actions 1-4 push -x, +x, -y, +y.
 TAG_MOVES = np.array([[-1.0, 0.0], [1.0, 0.0], [0.0, -1.0], [0.0, 1.0]])
 

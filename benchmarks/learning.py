@@ -74,8 +74,9 @@ from arena.settings import Settings
 from arena.storage.wiring import open_services
 from arena.training.trainer import LeagueConfig, LeagueTrainer
 from envs.connect_four import ConnectFourCore
-from envs.device.hide_and_seek import TorchHideAndSeekCore
-from envs.hide_and_seek_core import NUM_ACTIONS, HideAndSeekCore
+from envs.hide_and_seek.core import HideAndSeekCore
+from envs.hide_and_seek.device.core import TorchHideAndSeekCore
+from envs.hide_and_seek.rules import NUM_ACTIONS
 from envs.registry import get_spec
 
 ENV = "connect_four-v3"

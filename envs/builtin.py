@@ -80,7 +80,7 @@ register_env(
 
 register_env(
     "hide_and_seek-v0",
-    "envs.hide_and_seek:parallel_env",
+    "envs.hide_and_seek.env:parallel_env",
     EnvSpec(
         env_id="hide_and_seek-v0",
         seats=("hider_0", "hider_1", "seeker_0", "seeker_1"),
@@ -99,7 +99,7 @@ register_env(
 
 register_env(
     "hide_and_seek-v1",
-    "envs.hide_and_seek_v1:parallel_env",
+    "envs.hide_and_seek.env_v1:parallel_env",
     EnvSpec(
         env_id="hide_and_seek-v1",
         seats=("hider_0", "hider_1", "seeker_0", "seeker_1"),

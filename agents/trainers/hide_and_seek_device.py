@@ -3,12 +3,12 @@
 :class:`agents.trainers.ppo_hide_and_seek.HideAndSeekPPO` plays its episodes through one
 of these two with the same tensor interface (``reset``, ``step``, ``door_block_rate``):
 
-* :class:`HostEpisodes` - :class:`envs.hide_and_seek_core.HideAndSeekCore` (numpy), the
+* :class:`HostEpisodes` - :class:`envs.hide_and_seek.core.HideAndSeekCore` (numpy), the
   CPU default; observations cross into torch once per step.
-* :class:`DeviceEpisodes` - :class:`envs.device.hide_and_seek.TorchHideAndSeekCore` (or
-  v1's :class:`envs.device.hide_and_seek_v1.TorchHideAndSeekV1Core`) on the model's device:
+* :class:`DeviceEpisodes` - :class:`envs.hide_and_seek.device.core.TorchHideAndSeekCore` (or
+  v1's :class:`envs.hide_and_seek.device.core_v1.TorchHideAndSeekV1Core`) on the model's device:
   a whole episode steps there with no host round trip. Layouts are drawn on the host once
-  per update, or picked on the device from a :class:`~envs.device.hide_and_seek.LayoutBank`
+  per update, or picked on the device from a :class:`~envs.hide_and_seek.device.core.LayoutBank`
   (``layout_bank``), drawn again whenever a curriculum changes the core's layout shares.
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from envs.device.hide_and_seek import TorchHideAndSeekCore
-from envs.hide_and_seek_core import HideAndSeekCore
+from envs.hide_and_seek.core import HideAndSeekCore
+from envs.hide_and_seek.device.core import TorchHideAndSeekCore
 
 CURRICULUM = ("box_by_door", "ramp_by_door", "ramp_reach")  # core attributes a curriculum may change between updates
 

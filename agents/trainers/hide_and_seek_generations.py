@@ -4,7 +4,7 @@
 within a wall-clock budget and, whenever a generation is frozen, saves both actors as
 ``hide_and_seek-v0`` checkpoints and evaluates it.
 
-Evaluation episodes run on a :class:`envs.hide_and_seek_core.HideAndSeekCore` of their
+Evaluation episodes run on a :class:`envs.hide_and_seek.core.HideAndSeekCore` of their
 own, all at once, both teams' actors sampling legal actions (temperature 1, like the
 arena's :class:`agents.neural.NeuralPolicy`). The outcome rule is ``hide_and_seek-v0``'s
 ``higher_score``: the hiders win when their summed team reward is positive (hidden on
@@ -27,11 +27,11 @@ import torch
 from torch import nn
 
 from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, HideAndSeekPPOConfig, make_core
-from envs.hide_and_seek_core import NUM_ACTIONS, HideAndSeekCore
+from envs.hide_and_seek.core import HideAndSeekCore
+from envs.hide_and_seek.rules import HIDERS, NUM_ACTIONS, SEEKERS
 
 log = logging.getLogger(__name__)
 
-HIDER_TEAM, SEEKER_TEAM = 0, 1
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class EpisodeResults:
         door_blocked: ``(n,)`` every door held a box when preparation ended.
         door_locked: ``(n,)`` ... and every such box was locked by the hiders.
         phases: ``hide_and_seek-v1``'s phase detectors, name -> ``(n,)`` per episode
-            (:meth:`envs.hide_and_seek_v1_core.HideAndSeekV1Core.phases`); empty for v0.
+            (:meth:`envs.hide_and_seek.core_v1.HideAndSeekV1Core.phases`); empty for v0.
     """
 
     hider_score: np.ndarray
@@ -75,7 +75,7 @@ def play_episodes(
     score = np.zeros(n)
     for _ in range(core.max_steps):
         actions = np.zeros((n, core.n_agents), dtype=np.int64)
-        for team, actor in ((HIDER_TEAM, hider), (SEEKER_TEAM, seeker)):
+        for team, actor in ((HIDERS, hider), (SEEKERS, seeker)):
             cols = np.flatnonzero(core.team == team)
             o = torch.from_numpy(obs[:, cols]).reshape(-1, core.obs_dim)
             m = torch.from_numpy(mask[:, cols]).reshape(-1, NUM_ACTIONS)
@@ -84,7 +84,7 @@ def play_episodes(
             actions[:, cols] = act.view(n, len(cols)).numpy()
         obs, rewards, _, mask = core.step(actions)
         score += rewards[:, 0]
-    winner = np.where(score > 0, HIDER_TEAM, np.where(score < 0, SEEKER_TEAM, -1))
+    winner = np.where(score > 0, HIDERS, np.where(score < 0, SEEKERS, -1))
     return EpisodeResults(
         hider_score=score,
         winner=winner,
@@ -110,7 +110,7 @@ class GenerationReport:
         matches: ``(hider generation, seeker generation, winner)`` of every evaluation
             episode, winner 0 hiders, 1 seekers, -1 draw (the input of TrueSkill).
         paths: Saved checkpoint per role.
-        phase_rates: v1 only: phase name -> rate (:data:`envs.hide_and_seek_v1_core.PHASES`)
+        phase_rates: v1 only: phase name -> rate (:data:`envs.hide_and_seek.core_v1.PHASES`)
             of the generation against itself on the registered (standard) layouts.
     """
 

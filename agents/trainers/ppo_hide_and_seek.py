@@ -1,7 +1,7 @@
 """PPO self-play for hide-and-seek teams, in one readable file.
 
 CleanRL style: a ``@dataclass`` config with a docstring under each field, then the
-loop top to bottom. Thousands of episodes of :class:`envs.hide_and_seek_core.HideAndSeekCore`
+loop top to bottom. Thousands of episodes of :class:`envs.hide_and_seek.core.HideAndSeekCore`
 advance together; each update plays one whole episode (60 steps) in every env.
 
 Parameters are shared within a team: one hider network drives both hiders, one seeker
@@ -38,8 +38,8 @@ Door blocking is measured with ``core.door_block_status(locked=False)``: every d
 held a box when preparation ended, locked or not. Locking is the later refinement
 against seekers who learned to pull boxes away; it is reported beside, not required.
 
-``env_id="hide_and_seek-v1"`` trains on v1 (ramps; :class:`envs.hide_and_seek_v1_core.HideAndSeekV1Core`
-on the CPU, :class:`envs.device.hide_and_seek_v1.TorchHideAndSeekV1Core` on a GPU) with optional reward shaping: a
+``env_id="hide_and_seek-v1"`` trains on v1 (ramps; :class:`envs.hide_and_seek.core_v1.HideAndSeekV1Core`
+on the CPU, :class:`envs.hide_and_seek.device.core_v1.TorchHideAndSeekV1Core` on a GPU) with optional reward shaping: a
 hider bonus at the end of preparation per door holding a box (``fort_bonus``), a
 potential-based bonus for boxes moved towards the doors (``fort_potential_bonus``),
 a hider bonus for a defended ramp (``ramp_defense_bonus``) and a seeker bonus the
@@ -66,9 +66,10 @@ from agents.checkpoint import make_spec, save_checkpoint
 from agents.nets import build_net
 from agents.neural import resolve_device
 from agents.trainers.hide_and_seek_device import DeviceEpisodes, HostEpisodes
-from envs.device.hide_and_seek_v1 import TorchHideAndSeekV1Core
-from envs.hide_and_seek_core import NUM_ACTIONS, HideAndSeekCore
-from envs.hide_and_seek_v1_core import HideAndSeekV1Core
+from envs.hide_and_seek.core import HideAndSeekCore
+from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
+from envs.hide_and_seek.device.core_v1 import TorchHideAndSeekV1Core
+from envs.hide_and_seek.rules import NUM_ACTIONS, ROLES
 
 if TYPE_CHECKING:
     from agents.trainers.hide_and_seek_generations import GenerationReport
@@ -77,7 +78,6 @@ log = logging.getLogger(__name__)
 
 ENV_ID = "hide_and_seek-v0"
 ENV_IDS = ("hide_and_seek-v0", "hide_and_seek-v1")
-ROLES = ("hider", "seeker")
 StateDict = dict[str, torch.Tensor]
 
 
@@ -123,7 +123,7 @@ class HideAndSeekPPOConfig:
     """seeds torch (init, sampling) and the layout draws"""
     device: str = "cpu"
     """where models, episodes and updates run: ``cpu``, ``cuda`` or ``auto``; off the CPU the
-    episodes step in the torch core (:class:`envs.device.hide_and_seek.TorchHideAndSeekCore`)"""
+    episodes step in the torch core (:class:`envs.hide_and_seek.device.core.TorchHideAndSeekCore`)"""
     torch_core: bool = False
     """on ``cpu``, step episodes in the torch core as on a GPU (for checking that path)"""
     layout_bank: int = 0

@@ -2,7 +2,7 @@
 
 The record's seed draws the layout (``env.reset(seed=seed % 2**31)``, as the engine and
 ``arena replay`` do); every cycle of recorded actions is then stepped through the env
-and the state of its core (:class:`envs.hide_and_seek_core.HideAndSeekCore`) is read
+and the state of its core (:class:`envs.hide_and_seek.core.HideAndSeekCore`) is read
 after reset and after every step:
 
 * static: the walls (rows of ``#``/``.``), the doors of the hiders' room, the length of

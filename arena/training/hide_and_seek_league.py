@@ -15,7 +15,7 @@
 * each generation is evaluated (:func:`agents.trainers.hide_and_seek_generations.evaluate_generation`):
   against itself and the previous generation on the training layouts, and against itself
   on the env's standard layouts (v1: the 9x9 quadrant), where the phase rates
-  (:data:`envs.hide_and_seek_v1_core.PHASES`) are measured - the headline;
+  (:data:`envs.hide_and_seek.core_v1.PHASES`) are measured - the headline;
 * automatic curriculum (``curriculum``), two stages set after every generation from its
   phase rates on the standard layout (``fort``, ``ramp_defense``; ``S`` is
   ``curriculum_share``, ``T`` ``curriculum_target``):
@@ -27,7 +27,7 @@
     * (1 - ramp_defense / T)`` of them start with the ramp near a door and a hider on
     its way there, where hiders can reach it and lock it in preparation and seekers find
     it quickly. Started only then, so ramp use follows forts, as in the original. How far
-    (the *reach*, :func:`envs.hide_and_seek_v1_grid.place_ramp_stage`: 0 the ramp two
+    (the *reach*, :func:`envs.hide_and_seek.layouts_v1.place_ramp_stage`: 0 the ramp two
     cells outside a door and the hider next to it, 1 the standard draw) is set the way
     automatic domain randomization sets its bounds: after every generation trained with
     the stage, that generation plays ``eval_episodes`` of the stage's episodes at the
@@ -43,7 +43,7 @@ configuration (``default_v1_ppo(shaped=True)``, :data:`SHAPING`) also pays the h
 fort and a defended ramp. The curriculum only changes where episodes start.
 
 Training uses CUDA when present (``device="auto"``): v1's episodes then step in its torch
-core on the GPU (:class:`envs.device.hide_and_seek_v1.TorchHideAndSeekV1Core`); evaluation
+core on the GPU (:class:`envs.hide_and_seek.device.core_v1.TorchHideAndSeekV1Core`); evaluation
 plays on the host.
 The league is resumable: after every generation its state (trainer tensors, optimizer
 moments, random streams, win-rate tables, reports, the pool's sha256 of every
@@ -68,11 +68,11 @@ import torch
 
 from agents.checkpoint import atomic_write, load_optimizer_tensors, make_spec, optimizer_tensors, serialize_weights
 from agents.trainers.hide_and_seek_generations import evaluate_generation, evaluation_actions, play_episodes
-from agents.trainers.ppo_hide_and_seek import ROLES, HideAndSeekPPO, HideAndSeekPPOConfig, make_core
+from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, HideAndSeekPPOConfig, make_core
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.training.state import LeagueDir
-from envs.hide_and_seek_core import HideAndSeekCore
-from envs.hide_and_seek_v1_core import PHASES
+from envs.hide_and_seek.core import HideAndSeekCore
+from envs.hide_and_seek.rules import PHASES, ROLES
 from league.matchmaking import PFSPWeighting, WinRateTable, pfsp_weights
 from league.rating_book import RatingBook
 from league.ratings import Rating, RatingEnv

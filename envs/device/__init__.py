@@ -1,7 +1,7 @@
 """Torch cores of the built-in games: batched tensor programs on ``cpu`` or ``cuda``.
 
-:mod:`envs.device.boards` holds connect four and tictactoe, :mod:`envs.device.hide_and_seek`
-hide-and-seek-v0 and :mod:`envs.device.hide_and_seek_v1` hide-and-seek-v1. Each mirrors a
+:mod:`envs.device.boards` holds connect four and tictactoe, :mod:`envs.hide_and_seek.device.core`
+hide-and-seek-v0 and :mod:`envs.hide_and_seek.device.core_v1` hide-and-seek-v1. Each mirrors a
 numpy core (and so a PettingZoo env) exactly and is checked against it by a differential
 test over 10,000 random games.
 """
@@ -14,8 +14,8 @@ from envs.device.boards import (
     TorchTicTacToe,
     make_torch_board_core,
 )
-from envs.device.hide_and_seek import LayoutBank, TorchHideAndSeekCore
-from envs.device.hide_and_seek_v1 import LayoutBankV1, TorchHideAndSeekV1Core
+from envs.hide_and_seek.device.core import LayoutBank, TorchHideAndSeekCore
+from envs.hide_and_seek.device.core_v1 import LayoutBankV1, TorchHideAndSeekV1Core
 
 __all__ = [
     "TORCH_BOARD_CORES",

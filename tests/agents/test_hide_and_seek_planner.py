@@ -14,8 +14,8 @@ import pytest
 from agents import hide_and_seek_model as rules
 from agents.hide_and_seek_feasibility import feasibility, play_plans
 from agents.hide_and_seek_planner import TeamPlanner
-from envs.hide_and_seek_v1_core import HideAndSeekV1Core
-from envs.hide_and_seek_v1_grid import parse_layout
+from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
+from envs.hide_and_seek.layouts_v1 import parse_layout
 
 # The ramp two steps from the door: one hider blocks the door, the other locks the ramp.
 NEAR = """

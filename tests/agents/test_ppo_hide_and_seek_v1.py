@@ -10,8 +10,8 @@ import torch
 from agents.checkpoint import load_checkpoint
 from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, make_core
 from arena.training.hide_and_seek_league import default_v1_ppo
-from envs.device.hide_and_seek_v1 import TorchHideAndSeekV1Core
-from envs.hide_and_seek_v1_core import HideAndSeekV1Core
+from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
+from envs.hide_and_seek.device.core_v1 import TorchHideAndSeekV1Core
 
 
 def test_v1_trainer_updates_with_shaping_and_saves_v1_checkpoints(tmp_path) -> None:

@@ -11,7 +11,8 @@ from agents.role_baselines import ROLE_BASELINES, baseline_role
 from arena.engine import play_matches
 from arena.engine.plan import plan_matches
 from envs.errors import UnknownAgent
-from envs.hide_and_seek_core import NUM_ACTIONS, HideAndSeekCore
+from envs.hide_and_seek.core import HideAndSeekCore
+from envs.hide_and_seek.rules import NUM_ACTIONS
 from envs.registry import get_spec
 
 

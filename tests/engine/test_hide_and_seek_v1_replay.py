@@ -11,7 +11,7 @@ from agents.neural import NeuralPolicy, random_init_checkpoint
 from arena.engine import play_matches
 from arena.engine.plan import plan_matches
 from arena.engine.replay import replay_record
-from envs.hide_and_seek_v1_core import PHASES
+from envs.hide_and_seek.rules import PHASES
 from envs.registry import get_spec, make_env
 
 ENV = "hide_and_seek-v1"

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import torch
 
-from envs.device.hide_and_seek import TorchHideAndSeekCore
-from envs.hide_and_seek_core import HideAndSeekCore
+from envs.hide_and_seek.core import HideAndSeekCore
+from envs.hide_and_seek.device.core import TorchHideAndSeekCore
 from tests.device_params import DEVICES, one_torch_thread  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

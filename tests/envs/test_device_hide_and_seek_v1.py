@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 import torch
 
-from envs.device.hide_and_seek_v1 import TorchHideAndSeekV1Core
-from envs.hide_and_seek_v1_core import PHASES, HideAndSeekV1Core
-from envs.hide_and_seek_v1_grid import parse_layout
+from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
+from envs.hide_and_seek.device.core_v1 import TorchHideAndSeekV1Core
+from envs.hide_and_seek.layouts_v1 import parse_layout
+from envs.hide_and_seek.rules import PHASES
 from tests.device_params import DEVICES, one_torch_thread  # noqa: F401 - a fixture
 from tests.envs.test_device_hide_and_seek import STATE, assert_same, random_actions, reset_both
 

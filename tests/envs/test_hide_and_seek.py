@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.hide_and_seek import HideAndSeekEnv
-from envs.hide_and_seek_core import CHANNELS, GRAB, LOCK, NOOP, HideAndSeekCore
-from envs.hide_and_seek_grid import HIDERS, SEEKERS, UNLOCKED, parse_layout, random_layout
+from envs.hide_and_seek.core import HideAndSeekCore
+from envs.hide_and_seek.env import HideAndSeekEnv
+from envs.hide_and_seek.layouts import parse_layout, random_layout
+from envs.hide_and_seek.rules import CHANNELS, GRAB, HIDERS, LOCK, NOOP, SEEKERS, UNLOCKED
 
 N, E, S, W = 1, 2, 3, 4
 OPEN = "#########"

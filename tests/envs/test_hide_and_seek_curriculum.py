@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.hide_and_seek import HideAndSeekEnv
-from envs.hide_and_seek_core import HideAndSeekCore
-from envs.hide_and_seek_grid import MOVES, random_layout
+from envs.hide_and_seek.core import HideAndSeekCore
+from envs.hide_and_seek.env import HideAndSeekEnv
+from envs.hide_and_seek.layouts import random_layout
+from envs.hide_and_seek.rules import MOVES
 
 
 def _same(a, b) -> bool:

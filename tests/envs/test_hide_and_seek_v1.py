@@ -12,11 +12,10 @@ import itertools
 import numpy as np
 import pytest
 
-from envs.hide_and_seek_core import GRAB, LOCK, NOOP
-from envs.hide_and_seek_grid import HIDERS
-from envs.hide_and_seek_v1 import HideAndSeekV1Env
-from envs.hide_and_seek_v1_core import PHASES, HideAndSeekV1Core
-from envs.hide_and_seek_v1_grid import parse_layout, quadrant_layout, random_room_layout, steps_from
+from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
+from envs.hide_and_seek.env_v1 import HideAndSeekV1Env
+from envs.hide_and_seek.layouts_v1 import parse_layout, quadrant_layout, random_room_layout, steps_from
+from envs.hide_and_seek.rules import GRAB, HIDERS, LOCK, NOOP, PHASES
 from envs.registry import get_spec, make_env
 
 N, E, S, W = 1, 2, 3, 4

@@ -23,7 +23,7 @@ from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.storage.redis_server import connect_redis
 from arena.training.hide_and_seek_league import HideAndSeekLeague, HideAndSeekLeagueConfig, default_v1_ppo
-from envs.hide_and_seek_v1_core import PHASES
+from envs.hide_and_seek.rules import PHASES
 
 pytestmark = pytest.mark.redis
 REPO = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ The first ``prep_fraction`` of ``max_steps`` (default 40% of 60) is preparation:
 seekers are frozen (only noop is legal) and nobody is rewarded. Afterwards, every
 step, each hider gets +1 if no seeker sees any hider and -1 otherwise; each seeker the
 opposite. Sight: within ``vision_radius`` (default 7, all around), blocked by walls
-and boxes (Bresenham lines, see :mod:`envs.hide_and_seek_grid`). The episode ends
+and boxes (Bresenham lines, see :mod:`envs.hide_and_seek.layouts`). The episode ends
 (terminations) after ``max_steps`` steps; the team with the higher summed reward wins
 the match (a draw when equal).
 
@@ -29,9 +29,9 @@ is_hider, is_seeker, holding a box, row and column (scaled to [0, 1]).
 ``env.unwrapped.door_block_status(locked=False)`` reports whether, at the end of
 preparation, every door of the hiders' room held a box (``locked=True``: a box locked
 by the hiders), the usual first skill of hiders. ``reset(options={"layout": rows})``
-starts from a hand-drawn layout (:func:`envs.hide_and_seek_grid.parse_layout`).
+starts from a hand-drawn layout (:func:`envs.hide_and_seek.layouts.parse_layout`).
 
-The dynamics live in :class:`envs.hide_and_seek_core.HideAndSeekCore`, which steps
+The dynamics live in :class:`envs.hide_and_seek.core.HideAndSeekCore`, which steps
 many episodes at once; this env wraps a core of one episode.
 
 Version history:
@@ -50,8 +50,9 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from envs.hide_and_seek_core import NOOP, NUM_ACTIONS, HideAndSeekCore
-from envs.hide_and_seek_grid import HIDERS, SEEKERS, UNLOCKED, parse_layout
+from envs.hide_and_seek.core import HideAndSeekCore
+from envs.hide_and_seek.layouts import parse_layout
+from envs.hide_and_seek.rules import HIDERS, NOOP, NUM_ACTIONS, SEEKERS, UNLOCKED
 
 CELL_PIXELS = 16
 COLORS = {  # RGB
