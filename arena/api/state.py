@@ -13,8 +13,9 @@ import logging
 import math
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -29,6 +30,7 @@ from arena.read.frames import FrameCache
 from arena.storage.db import repositories as repo
 from arena.storage.db.repositories.dialect import dialect_name
 from arena.storage.wiring import Services
+from envs.errors import TooManyRequests
 
 # A board is refreshed when its marker moves, and reloaded in full after this many seconds.
 BOARD_MAX_AGE_S = 300.0
@@ -113,6 +115,57 @@ class AgentIds:
         return found
 
 
+class DownloadSlots:
+    """At most ``count`` long downloads (match-log exports) stream at once in this API process (one:
+    a download takes a core for seconds; on a 2-core server the other stays with the API).
+
+    A download past them is refused with 429 before it reads anything. Counted in the
+    process, not in Redis: an anonymous GET changes no Redis key. A slot is given back when
+    its stream ends, fails, or is dropped unread (a client gone before the first byte).
+    """
+
+    RETRY_AFTER_S = 10
+
+    def __init__(self, count: int = 1) -> None:
+        self.count = count
+        self._free = threading.BoundedSemaphore(count)
+
+    def stream(self, body: Iterator[bytes]) -> Iterator[bytes]:
+        """``body`` holding a slot until it ends or is dropped.
+
+        Raises:
+            TooManyRequests: Every slot is taken.
+        """
+        if not self._free.acquire(blocking=False):
+            raise TooManyRequests(f"this server streams {self.count} download(s) at a time and is busy; "
+                                  f"try again in {self.RETRY_AFTER_S} s", self.RETRY_AFTER_S)
+        release = _Once(self._free.release)
+        held = _holding(body, release)
+        weakref.finalize(held, release)  # a stream never started never runs its finally
+        return held
+
+
+class _Once:
+    """Calls ``fn`` the first time it is called, never again."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._fn: Callable[[], Any] | None = fn
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        with self._lock:
+            fn, self._fn = self._fn, None
+        if fn is not None:
+            fn()
+
+
+def _holding(body: Iterator[bytes], release: _Once) -> Iterator[bytes]:
+    try:
+        yield from body
+    finally:
+        release()
+
+
 @dataclass
 class ApiState:
     """``app.state.api``: shared by every request of one app.
@@ -124,6 +177,7 @@ class ApiState:
         pages: Rendered leaderboard and match-history pages.
         agent_ids: Agent ids by (env, key), for match listings.
         frames: Re-simulated replay frames of recently viewed matches.
+        downloads: Match-log downloads streaming at once.
         fingerprints: Clone fingerprints of snapshots (a bounded LRU in front of Redis).
         fresh_s: How old served data may be (``ARENA_PAGE_CACHE_S``).
         limits: Rate limits and quotas (:mod:`arena.api.limits`).
@@ -141,6 +195,7 @@ class ApiState:
     pages: PageCache = field(default_factory=PageCache)
     agent_ids: AgentIds = field(default_factory=AgentIds)
     frames: FrameCache = field(default_factory=FrameCache)
+    downloads: DownloadSlots = field(default_factory=DownloadSlots)
     fingerprints: FingerprintStore = field(init=False)
     fresh_s: float = field(init=False)
     limits: Limits = field(init=False)

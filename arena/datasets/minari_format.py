@@ -90,7 +90,7 @@ class MinariWriter:
     def _episodes(self, chunk: LogChunk, steps: Steps) -> list:
         from minari.data_collector import EpisodeBuffer
 
-        index, keys = seat_keys(chunk)
+        index, keys = seat_keys(chunk.columns)
         key_ids = np.array([self.agents.ids.get(k, -1) for k in keys], dtype=np.int64)
         order = np.lexsort((steps.step, steps.seat, steps.match))
         group = steps.match[order] * self.spec.num_seats + steps.seat[order]

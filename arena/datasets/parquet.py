@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from arena.datasets.log import BoardAgents, LogChunk
 from arena.datasets.resimulate import Steps
+from arena.storage.db.repositories import MatchColumns
 from envs.spec import EnvSpec
 
 # zstd: a third of snappy's size (connect four: 2.8 MB against 9.6 MB per 400,000 steps) for +20% write time.
@@ -79,10 +80,10 @@ def _unpack(column: pa.ChunkedArray, dtype: np.dtype, shape: tuple[int, ...]) ->
     return flat.view(dtype).reshape(-1, *shape)
 
 
-def seat_keys(chunk: LogChunk) -> tuple[np.ndarray, list[str]]:
-    """``(n, seats)`` index of every seat's agent key into the returned list of the chunk's keys."""
+def seat_keys(columns: MatchColumns) -> tuple[np.ndarray, list[str]]:
+    """``(n, seats)`` index of every seat's agent key into the returned list of the page's keys."""
     keys: dict[str, int] = {}
-    index = np.array([[keys.setdefault(k, len(keys)) for k in seats] for seats in chunk.columns.seats],
+    index = np.array([[keys.setdefault(k, len(keys)) for k in seats] for seats in columns.seats],
                      dtype=np.int64)
     return index, list(keys)
 
@@ -107,7 +108,7 @@ class ParquetWriter:
 
     def add(self, chunk: LogChunk, steps: Steps) -> None:
         """Append a chunk's steps and matches."""
-        index, keys = seat_keys(chunk)
+        index, keys = seat_keys(chunk.columns)
         key_ids = np.array([self.agents.ids.get(k, -1) for k in keys], dtype=np.int64)
         self._write_steps(chunk, steps, index, keys, key_ids)
         self._write_matches(chunk, steps, index, key_ids)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
@@ -15,6 +16,7 @@ from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.ladder.lane import ConnectedLane
 from arena.runners import AgentSource, InProcessRunner
 from arena.storage.db import repositories as repo
+from arena.storage.db.models import Base
 from arena.storage.wiring import Services
 
 ENV = "tictactoe-v3"
@@ -112,3 +114,13 @@ def stored_state(services: Services) -> dict[str, Any]:
     limits = (f"{prefix}:limit:", f"{prefix}:busy:")
     redis_keys = sum(1 for key in services.redis.scan_iter() if not key.decode().startswith(limits))
     return {"agents": agents, "snapshots": snapshots, "redis_keys": redis_keys, "files": files}
+
+
+def every_row_and_key(services: Services) -> dict[str, Any]:
+    """Every row of every table and every Redis key with its value (a read must change none)."""
+    with services.sessions() as session:
+        tables = {t.name: sorted(repr(tuple(r)) for r in session.execute(select(t)))
+                  for t in Base.metadata.sorted_tables}
+    client = services.redis
+    keys = {k: client.dump(k) for k in client.scan_iter()}
+    return {"tables": tables, "redis": keys}

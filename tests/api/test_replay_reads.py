@@ -3,24 +3,9 @@ and no Redis key; only an owner's (or an admin's) view keeps a replay; frames ar
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import select
-
 from arena.storage.db import repositories as repo
-from arena.storage.db.models import Base
 from tests.api.conftest import ADMIN_TOKEN
-from tests.api.helpers import API, auth, challenge, checkpoint, new_user, seed_ladder, upload
-
-
-def _stored(services) -> dict[str, Any]:
-    """Every row of every table and every Redis key with its value."""
-    with services.sessions() as session:
-        tables = {t.name: sorted(repr(tuple(r)) for r in session.execute(select(t)))
-                  for t in Base.metadata.sorted_tables}
-    client = services.redis
-    keys = {k: client.dump(k) for k in client.scan_iter()}
-    return {"tables": tables, "redis": keys}
+from tests.api.helpers import API, auth, challenge, checkpoint, every_row_and_key, new_user, seed_ladder, upload
 
 
 def _requested(services, match_id: str) -> bool:
@@ -33,12 +18,12 @@ def test_anonymous_reads_of_a_match_its_frames_and_its_page_change_nothing(clien
     with services.sessions() as session:
         match_id = repo.match_history(session, limit=1).matches[0].id
     new_user(client, "ada")  # something in Redis: the sign-up limit's counters
-    before = _stored(services)
+    before = every_row_and_key(services)
     assert before["tables"]["matches"] and before["redis"]
     for url in (f"{API}/matches/{match_id}", f"{API}/matches/{match_id}/frames", f"/matches/{match_id}",
                 f"{API}/matches/{match_id}/frames", f"{API}/matches", f"/matches/{match_id}"):
         assert client.get(url).status_code == 200, url
-    assert _stored(services) == before
+    assert every_row_and_key(services) == before
     assert not _requested(services, match_id)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -215,6 +216,21 @@ def test_frames_stop_before_a_recorded_illegal_move() -> None:
                       scores=[0.0, 0.0], winner=None, termination="normal", forfeit_seat=None,
                       match_id="m", detail="")
     assert match_frames(rps) == {"kind": "none", "reason": "rps-v2 has no visual replay"}
+
+
+def test_leaderboard_links_the_match_log_downloads(client: TestClient, seeded: SeededArena) -> None:
+    import pyarrow.parquet as pq
+
+    html = client.get(f"/envs/{C4}").text
+    links = re.findall(r'<p id="match-log".*?<a href="([^"]+)" download>Parquet</a> · '
+                       r'<a href="([^"]+)" download>CSV</a>', html, re.DOTALL)
+    url = f"/api/v1/envs/{C4}/matches/export"
+    assert links == [(f"{url}?format=parquet", f"{url}?format=csv")]
+    with seeded.sessions() as session:
+        rated = sum(m.rated for m in repo.iter_matches(session, C4))
+    table = pq.read_table(io.BytesIO(client.get(links[0][0]).content))
+    assert table.num_rows == rated > 0 and table.column("seat1_mu").null_count == 0
+    assert len(client.get(links[0][1]).text.splitlines()) == rated + 1  # the header, then a row per match
 
 
 def test_payoff_page_shows_the_win_rate_heatmap_and_nash_mixture(client: TestClient, seeded: SeededArena) -> None:

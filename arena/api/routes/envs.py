@@ -1,10 +1,11 @@
-"""``/envs``: the registered games, and each env's payoff matrix."""
+"""``/envs``: the registered games, each env's payoff matrix, and its match log as a file."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
+from fastapi.responses import StreamingResponse
 
 from agents.checkpoint_spec import ONNX_ARCH
 from agents.nets import ARCHS
@@ -72,3 +73,35 @@ def seats(env: EnvId, session: SessionDep, state: StateDep) -> SeatsPublic:
     get_spec(env)
     version = repo.board_version(session, env)
     return SeatsPublic(**state.payoffs.get(("seats", env), version, lambda: seats_data(session, env)))
+
+
+MATCH_LOG_ROWS = 250_000
+"""Most matches one match-log download holds (``limit``'s default and ceiling)."""
+
+
+@router.get(
+    "/envs/{env}/matches/export",
+    response_class=StreamingResponse,
+    responses={200: {"description": "The match log as a Parquet or CSV file, streamed.",
+                     "content": {media: {"schema": {"type": "string", "format": "binary"}}
+                                 for media in ("application/vnd.apache.parquet", "text/csv")}},
+               **error_responses(404, 422, 429)},
+)
+def export_matches(
+    env: EnvId,
+    state: StateDep,
+    format: Annotated[Literal["parquet", "csv"], Query(description="parquet or csv.")] = "parquet",
+    after: Annotated[int, Query(ge=0, le=2**63 - 1, description="Only matches with a larger match_seq "
+                                "(the last row's match_seq of the previous download).")] = 0,
+    limit: Annotated[int, Query(ge=1, le=MATCH_LOG_ROWS, description="Most matches in this file.")] = MATCH_LOG_ROWS,
+) -> StreamingResponse:
+    """The env's rated matches with the ratings they were played at, one row per match, oldest first:
+    id, time, seed, outcome, termination, and per seat the agent, its score and its TrueSkill
+    mu/sigma before and after (docs/datasets.md). Streamed page by page; a file holds the
+    matches recorded before the request, after ``after``, at most ``limit``."""
+    from arena.datasets.match_log import MEDIA_TYPES, stream_match_log  # pyarrow: loaded on first download
+
+    spec = get_spec(env)
+    body = state.downloads.stream(stream_match_log(state.services.sessions, spec, format, after, limit))
+    return StreamingResponse(body, media_type=MEDIA_TYPES[format], headers={
+        "Content-Disposition": f'attachment; filename="{env}-matches.{format}"'})

@@ -58,6 +58,7 @@ from arena.storage.db.repositories.matches import (
     iter_matches,
     match_history,
     match_row,
+    newest_match_seq,
 )
 from arena.storage.db.repositories.probes import (
     ProbeInfo,
@@ -96,6 +97,7 @@ from arena.storage.db.repositories.ratings import (
     head_to_head,
     insert_rating_events,
     load_ratings,
+    rating_events_between,
     rating_history,
     rating_points,
     upsert_ratings,
@@ -198,6 +200,7 @@ __all__ = [
     "mark_replay_requested",
     "match_history",
     "match_row",
+    "newest_match_seq",
     "page_agents",
     "ping",
     "probe_at_budget",
@@ -207,6 +210,7 @@ __all__ = [
     "queue_positions",
     "queued_matches",
     "rated_pairs",
+    "rating_events_between",
     "rating_history",
     "rating_points",
     "replace_generations",

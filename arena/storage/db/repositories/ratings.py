@@ -120,6 +120,16 @@ def rating_history(session: Session, agent_id: int, role: str | None = None) -> 
     return [dict(row._mapping) for row in session.execute(stmt)]
 
 
+def rating_events_between(session: Session, first_seq: int, last_seq: int) -> list[tuple[Any, ...]]:
+    """The rating events of the matches with ``first_seq <= seq <= last_seq`` (a range scan of
+    their ``match_seq`` index): ``(match_seq, agent_id, role, mu_before, sigma_before, mu_after,
+    sigma_after)`` tuples in match order."""
+    stmt = (select(*[getattr(RatingEvent, k) for k in _EVENT_KEYS])
+            .where(RatingEvent.match_seq >= first_seq, RatingEvent.match_seq <= last_seq)
+            .order_by(RatingEvent.match_seq, RatingEvent.id))
+    return [tuple(row) for row in session.execute(stmt)]
+
+
 def rating_points(
     session: Session, agent_id: int, role: str | None = None, limit: int | None = None
 ) -> list[tuple[int, str, float, float, datetime]]:
