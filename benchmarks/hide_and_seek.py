@@ -206,7 +206,7 @@ def run_config(league: HideAndSeekLeague) -> dict:
     """What the run trained with (the league's own config: a resumed league keeps its saved one):
     sizes, the rewards (``bonuses``, all 0 when unshaped) and the start-state curriculum."""
     cfg, ppo = league.cfg, league.cfg.ppo
-    return {"num_envs": ppo.num_envs, "minibatch_size": ppo.minibatch_size, "layout_bank": ppo.layout_bank,
+    return {"num_envs": ppo.num_envs, "minibatches": ppo.minibatches, "layout_bank": ppo.layout_bank,
             "epochs": ppo.epochs, "gamma": ppo.gamma, "updates_per_generation": cfg.updates_per_generation,
             "eval_episodes": cfg.eval_episodes, "rewards": "shaped" if ppo.shaped else "team",
             "bonuses": {k: getattr(ppo, k) for k in BONUSES},
@@ -272,7 +272,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-envs", type=int, default=None, help="episodes per update (default 128; 2048 on a GPU)")
     p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--minibatch-size", type=int, default=None, help="default 2048; 16384 on a GPU")
+    p.add_argument("--minibatches", type=int, default=None,
+                   help="per pass over each team's samples (default 6, about 1,900 hider samples each; 12 on a GPU)")
     p.add_argument("--layout-bank", type=int, default=None,
                    help="GPU: layouts drawn per curriculum setting, picked on the device (default 8192)")
     p.add_argument("--updates-per-generation", type=int, default=10)
@@ -301,15 +302,15 @@ def main(argv: list[str] | None = None) -> dict:
     if args.scripted:
         return scripted(6 if args.smoke else args.layouts, args.seed)
     if args.smoke:
-        args.minutes, args.num_envs, args.minibatch_size, args.epochs, args.device, args.threads = \
-            0.15, 16, 256, 1, "cpu", 1
+        args.minutes, args.num_envs, args.minibatches, args.epochs, args.device, args.threads = \
+            0.15, 16, 4, 1, "cpu", 1
         args.updates_per_generation, args.eval_episodes = 1, 8
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(args.threads)
     gpu = torch.cuda.is_available() and args.device in ("auto", "cuda")
     minutes = args.minutes if args.minutes is not None else (10.0 if gpu else 60.0)
     args.sizes = {"num_envs": args.num_envs or (2048 if gpu else 128),
-                  "minibatch_size": args.minibatch_size or (16384 if gpu else 2048),
+                  "minibatches": args.minibatches or (12 if gpu else 6),
                   "layout_bank": args.layout_bank if args.layout_bank is not None else (8192 if gpu else 0)}
     runs = (False, True) if args.ablation else (args.shaped,)
     results = []

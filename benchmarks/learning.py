@@ -256,7 +256,7 @@ def hide_and_seek(minutes: float, smoke: bool = False) -> dict:
         logging.getLogger(__name__).warning("hide-and-seek section skipped: %s", exc)
         return {}
     if smoke:
-        tiny = HideAndSeekPPOConfig(num_envs=16, minibatch_size=256, hidden=[16])
+        tiny = HideAndSeekPPOConfig(num_envs=16, minibatches=4, hidden=[16])
         return dict(hide_and_seek_section(minutes, config=tiny, target_generations=1, eval_episodes=8, max_updates=2))
     return dict(hide_and_seek_section(minutes))
 

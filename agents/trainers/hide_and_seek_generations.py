@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from agents.trainers.ppo_core import masked_sample
 from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, HideAndSeekPPOConfig, make_core
 from envs.hide_and_seek.core import HideAndSeekCore
 from envs.hide_and_seek.rules import HIDERS, NUM_ACTIONS, SEEKERS
@@ -79,8 +80,7 @@ def play_episodes(
             cols = np.flatnonzero(core.team == team)
             o = torch.from_numpy(obs[:, cols]).reshape(-1, core.obs_dim)
             m = torch.from_numpy(mask[:, cols]).reshape(-1, NUM_ACTIONS)
-            logits = actor(o).masked_fill(~m, -1e9)
-            act = torch.multinomial(torch.softmax(logits, -1), 1, generator=generator)
+            act, _ = masked_sample(actor(o), m, generator)
             actions[:, cols] = act.view(n, len(cols)).numpy()
         obs, rewards, _, mask = core.step(actions)
         score += rewards[:, 0]

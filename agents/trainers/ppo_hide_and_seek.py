@@ -52,11 +52,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -66,6 +67,7 @@ from agents.checkpoint import make_spec, save_checkpoint
 from agents.nets import build_net
 from agents.neural import resolve_device
 from agents.trainers.hide_and_seek_device import DeviceEpisodes, HostEpisodes
+from agents.trainers.ppo_core import Samples, UpdateSettings, gae, masked_logits, masked_sample, ppo_update
 from envs.hide_and_seek.core import HideAndSeekCore
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.device.core_v1 import TorchHideAndSeekV1Core
@@ -111,8 +113,9 @@ class HideAndSeekPPOConfig:
     """value loss weight"""
     epochs: int = 2
     """passes over each rollout"""
-    minibatch_size: int = 4096
-    """samples per gradient step"""
+    minibatches: int = 6
+    """minibatches per pass over each team's samples (split as evenly as they divide; with
+    the defaults about 4,600 hider and 2,800 seeker samples each)"""
     max_grad_norm: float = 0.5
     """gradient clipping"""
     updates_per_generation: int = 10
@@ -142,6 +145,22 @@ class HideAndSeekPPOConfig:
     """v1 shaping: hider reward at the end of preparation if every ramp is locked or in the room"""
     ramp_use_bonus: float = 0.0
     """v1 shaping: seeker reward in the step where ``ramp_use`` first happens in an episode"""
+
+    @classmethod
+    def from_dict(cls, saved: dict[str, Any]) -> HideAndSeekPPOConfig:
+        """A config saved with :func:`dataclasses.asdict`, also by an earlier version.
+
+        Earlier configs split each pass by ``minibatch_size`` (samples per step, so the count
+        varied per team); it becomes the count that gives the hider team about that size.
+        """
+        saved = dict(saved)
+        size = saved.pop("minibatch_size", None)
+        if size is not None and "minibatches" not in saved:
+            n = saved.get("num_envs", cls.num_envs)
+            live = n - round(n * saved.get("past_opponent_share", cls.past_opponent_share) / 2)
+            steps = 50 if saved.get("env_id", cls.env_id) == "hide_and_seek-v1" else 60
+            saved["minibatches"] = max(1, math.ceil(live * steps * 2 / size))
+        return cls(**saved)
 
     @property
     def shaped(self) -> bool:
@@ -183,18 +202,8 @@ class TeamModel(nn.Module):
         self.critic = build_net("mlp", {"hidden": hidden}, (obs_dim,), 1)
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor):
-        logits = self.actor(obs).masked_fill(~mask, -1e9)
+        logits = masked_logits(self.actor(obs), mask)
         return torch.distributions.Categorical(logits=logits), self.critic(obs).squeeze(-1)
-
-
-def masked_sample(
-    actor: nn.Module, obs: torch.Tensor, mask: torch.Tensor, gen: torch.Generator | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sample one legal action per row; returns ``(actions, log_probs)``."""
-    logits = actor(obs).masked_fill(~mask, -1e9)
-    logp_all = torch.log_softmax(logits, -1)
-    act = torch.multinomial(logp_all.exp(), 1, generator=gen).squeeze(-1)
-    return act, logp_all.gather(-1, act[:, None]).squeeze(-1)
 
 
 @dataclass
@@ -342,13 +351,13 @@ class HideAndSeekPPO:
                 if t < first[role]:
                     continue  # frozen seekers: noop
                 model = self.models[role]
-                act, logp = masked_sample(model.actor, o.reshape(-1, self.obs_dim),
+                act, logp = masked_sample(model.actor(o.reshape(-1, self.obs_dim)),
                                           m.reshape(-1, NUM_ACTIONS), self.gen)
                 act, logp = act.view(n, 2), logp.view(n, 2)
                 if plan[role] is not None:
                     rows, g = plan[role]
                     past = self.frozen_actor(g, role, dev)
-                    sub, _ = masked_sample(past, o[rows].reshape(-1, self.obs_dim),
+                    sub, _ = masked_sample(past(o[rows].reshape(-1, self.obs_dim)),
                                            m[rows].reshape(-1, NUM_ACTIONS), self.gen)
                     act[rows] = sub.view(-1, 2)
                 b, i = buf[role], t - first[role]
@@ -401,46 +410,14 @@ class HideAndSeekPPO:
         return UpdateStats(env_steps, float(returns.mean()), door, losses,
                            time.perf_counter() - start)
 
-    def _advantages(self, b: Rollout) -> tuple[torch.Tensor, torch.Tensor]:
-        """GAE over one episode (it ends at the last step, so nothing is bootstrapped)."""
-        cfg = self.cfg
-        adv = torch.zeros_like(b.rew)
-        last = torch.zeros_like(b.rew[0])
-        for t in reversed(range(len(b.rew))):
-            nxt = b.val[t + 1] if t + 1 < len(b.rew) else torch.zeros_like(last)
-            delta = b.rew[t] + cfg.gamma * nxt - b.val[t]
-            last = delta + cfg.gamma * cfg.gae_lambda * last
-            adv[t] = last
-        return adv, adv + b.val
-
     def _optimise(self, role: str, b: Rollout) -> tuple[float, float, float]:
-        """PPO epochs on ``role``'s samples from the envs where it learns."""
-        cfg, model, optim = self.cfg, self.models[role], self.optims[role]
-        adv, ret = self._advantages(b)
+        """PPO epochs (:func:`agents.trainers.ppo_core.ppo_update`) on ``role``'s samples from
+        the envs where it learns; GAE over whole episodes (nothing is bootstrapped)."""
+        cfg = self.cfg
+        adv = gae(b.rew, b.val, None, None, cfg.gamma, cfg.gae_lambda)
         live = b.live[None, :, None].expand_as(b.act).reshape(-1)
-        flat = [x.reshape(-1, *x.shape[3:])[live] for x in
-                (b.obs, b.mask, b.act, b.logp, adv, ret)]
-        obs, mask, act, old_logp, adv, ret = flat
-        size = len(act)
-        pg = vloss = ent = torch.zeros(())
-        for _ in range(cfg.epochs):
-            perm = torch.randperm(size, generator=self.gen, device=self.device)
-            for lo in range(0, size, cfg.minibatch_size):
-                idx = perm[lo:lo + cfg.minibatch_size]
-                dist, value = model(obs[idx], mask[idx])
-                logp = dist.log_prob(act[idx])
-                a = adv[idx]
-                a = (a - a.mean()) / (a.std() + 1e-8)
-                ratio = (logp - old_logp[idx]).exp()
-                pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
-                vloss = 0.5 * ((value - ret[idx]) ** 2).mean()
-                ent = dist.entropy().mean()
-                loss = pg + cfg.vf_coef * vloss - cfg.ent_coef * ent
-                optim.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
-                optim.step()
-        return pg.item(), vloss.item(), ent.item()
+        flat = [x.reshape(-1, *x.shape[3:])[live] for x in (b.obs, b.mask, b.act, b.logp, adv, adv + b.val)]
+        return ppo_update(self.models[role], self.optims[role], Samples(*flat), UpdateSettings.of(cfg), self.gen)
 
 
 def main(argv: list[str] | None = None) -> None:

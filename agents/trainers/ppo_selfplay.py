@@ -34,6 +34,7 @@ from agents.checkpoint import load_optimizer_tensors, optimizer_tensors
 from agents.nets import build_net
 from agents.neural import resolve_device
 from agents.policy import MatchRng, Policy
+from agents.trainers.ppo_core import Samples, UpdateSettings, gae, masked_logits, ppo_update
 from agents.trainers.selfplay_device import DeviceSelfPlayBoards, Rollout
 from envs.board_core import BoardCore
 
@@ -71,7 +72,7 @@ class PPOConfig:
     epochs: int = 4
     """passes over each rollout"""
     minibatches: int = 4
-    """minibatches per pass"""
+    """minibatches per pass (the rollout split as evenly as it divides)"""
     max_grad_norm: float = 0.5
     """gradient clipping"""
     seed: int = 0
@@ -111,8 +112,8 @@ class ActorCritic(nn.Module):
             logits, value = self.actor.head(features), self.critic(features)
         else:
             logits, value = self.actor(obs), self.critic(obs)
-        logits = logits.masked_fill(~mask, -1e9)
-        return torch.distributions.Categorical(logits=logits, validate_args=False), value.squeeze(-1)
+        return torch.distributions.Categorical(logits=masked_logits(logits, mask), validate_args=False), \
+            value.squeeze(-1)
 
 
 @dataclass
@@ -132,20 +133,6 @@ class UpdateStats:
     """opponent index of every game finished in this update"""
     result_scores: np.ndarray = field(default_factory=lambda: np.zeros(0))
     """the learner's score in each of those games: 1 win, 0.5 draw, 0 loss"""
-
-
-def gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, next_value: torch.Tensor,
-        gamma: float, lam: float) -> torch.Tensor:
-    """Generalized advantage estimates of a ``(steps, n)`` rollout (``dones[t]``: game over after step t)."""
-    adv = torch.zeros_like(rewards)
-    last = torch.zeros_like(next_value)
-    for t in reversed(range(len(rewards))):
-        nxt = next_value if t == len(rewards) - 1 else values[t + 1]
-        nonterminal = 1.0 - dones[t]
-        delta = rewards[t] + gamma * nxt * nonterminal - values[t]
-        last = delta + gamma * lam * nonterminal * last
-        adv[t] = last
-    return adv
 
 
 class SelfPlayPPO:
@@ -309,25 +296,7 @@ class SelfPlayPPO:
 
     def optimise(self, obs: torch.Tensor, mask: torch.Tensor, act: torch.Tensor, old_logp: torch.Tensor,
                  adv: torch.Tensor, returns: torch.Tensor) -> tuple[float, float, float]:
-        """PPO-clip epochs over one flattened rollout; returns the last (policy, value, entropy) losses."""
-        cfg = self.cfg
-        size = len(act)
-        mb = size // cfg.minibatches
-        for _ in range(cfg.epochs):
-            perm = torch.randperm(size, device=obs.device)
-            for lo in range(0, size, mb):
-                idx = perm[lo:lo + mb]
-                dist, value = self.model(obs[idx], mask[idx])
-                logp = dist.log_prob(act[idx])
-                a = adv[idx]
-                a = (a - a.mean()) / (a.std() + 1e-8)
-                ratio = (logp - old_logp[idx]).exp()
-                pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
-                vloss = 0.5 * ((value - returns[idx]) ** 2).mean()
-                ent = dist.entropy().mean()
-                loss = pg + cfg.vf_coef * vloss - cfg.ent_coef * ent
-                self.optim.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
-                self.optim.step()
-        return float(pg.detach()), float(vloss.detach()), float(ent.detach())
+        """PPO-clip epochs over one flattened rollout (:func:`agents.trainers.ppo_core.ppo_update`);
+        returns the last (policy, value, entropy) losses."""
+        samples = Samples(obs, mask, act, old_logp, adv, returns)
+        return ppo_update(self.model, self.optim, samples, UpdateSettings.of(self.cfg))

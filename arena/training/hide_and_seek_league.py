@@ -209,7 +209,7 @@ class HideAndSeekLeague:
         self.resumed = self.state_path.is_file()
         saved = json.loads(self.state_path.read_text()) if self.resumed else None
         if saved is not None:
-            ppo = HideAndSeekPPOConfig(**saved["config"]["ppo"])
+            ppo = HideAndSeekPPOConfig.from_dict(saved["config"]["ppo"])
             self.cfg = config = HideAndSeekLeagueConfig(**{**saved["config"], "ppo": ppo, "name": config.name})
         self.pools = {role: f"league.{config.name}.{config.ppo.env_id}.{role}" for role in ROLES}
         self.trainer = HideAndSeekPPO(config.ppo)

@@ -12,7 +12,7 @@ from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, HideAndSeekPPOConf
 from tests.device_params import DEVICES, one_torch_thread  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-TINY = {"num_envs": 32, "hidden": [32, 32], "minibatch_size": 1024, "seed": 3}
+TINY = {"num_envs": 32, "hidden": [32, 32], "minibatches": 4, "seed": 3}
 
 
 @pytest.mark.parametrize("device", DEVICES)

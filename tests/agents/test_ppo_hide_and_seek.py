@@ -19,7 +19,7 @@ from benchmarks.support.hide_and_seek_learning import hide_and_seek_section, rat
 from envs.registry import get_spec
 
 ENV = "hide_and_seek-v0"
-TINY = {"num_envs": 32, "hidden": [32, 32], "minibatch_size": 1024, "updates_per_generation": 2}
+TINY = {"num_envs": 32, "hidden": [32, 32], "minibatches": 4, "updates_per_generation": 2}
 
 
 @pytest.fixture(autouse=True)

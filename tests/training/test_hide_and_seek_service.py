@@ -30,7 +30,7 @@ ENV = "hide_and_seek-v1"
 
 
 def tiny(name: str = "wired") -> HideAndSeekLeagueConfig:
-    ppo = replace(default_v1_ppo(seed=2), num_envs=32, hidden=[16], minibatch_size=512, epochs=1, device="cpu")
+    ppo = replace(default_v1_ppo(seed=2), num_envs=32, hidden=[16], minibatches=4, epochs=1, device="cpu")
     return HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=1, eval_episodes=16)
 
 

@@ -1,0 +1,149 @@
+"""The PPO every trainer shares: masked sampling, GAE, the clipped update. One copy.
+
+:class:`agents.trainers.ppo_selfplay.SelfPlayPPO` (board games) and
+:class:`agents.trainers.ppo_hide_and_seek.HideAndSeekPPO` (hide-and-seek teams) differ in
+how they collect a rollout; from there on both call these functions:
+
+* :func:`masked_logits` / :func:`masked_sample`: illegal actions get zero probability;
+* :func:`gae`: generalized advantage estimates of a time-major rollout;
+* :func:`ppo_update`: ``epochs`` passes of ``minibatches`` clipped-surrogate steps over
+  the flattened samples (:class:`Samples`), advantages normalised per minibatch, value
+  loss and entropy bonus, gradients clipped.
+
+``minibatches`` is the one name for how a rollout is split: a count per pass, so the
+minibatch grows with the rollout (on a GPU, with the number of envs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+ILLEGAL_LOGIT = -1e9
+"""what a masked-out action's logit becomes (zero probability, no NaN)"""
+
+
+def masked_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``logits`` with the actions ``mask`` forbids set to :data:`ILLEGAL_LOGIT`."""
+    return logits.masked_fill(~mask, ILLEGAL_LOGIT)
+
+
+def masked_sample(
+    logits: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample one legal action per row of ``(k, actions)`` logits.
+
+    Returns:
+        ``(actions, log_probs)``, each ``(k,)``.
+    """
+    logp_all = torch.log_softmax(masked_logits(logits, mask), -1)
+    act = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)
+    return act, logp_all.gather(-1, act[:, None]).squeeze(-1)
+
+
+def gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    dones: torch.Tensor | None,
+    next_value: torch.Tensor | None,
+    gamma: float,
+    lam: float,
+) -> torch.Tensor:
+    """Generalized advantage estimates of a ``(steps, ...)`` rollout.
+
+    Args:
+        rewards, values: ``(steps, ...)``.
+        dones: ``dones[t]`` 1 where an episode ended after step ``t`` (nothing is
+            bootstrapped across it); ``None``: no episode ends inside the rollout.
+        next_value: The value after the last step; ``None``: the rollout ends every
+            episode (zero).
+        gamma, lam: Discount and GAE lambda.
+    """
+    adv = torch.zeros_like(rewards)
+    last = torch.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        if t == len(rewards) - 1:
+            nxt = torch.zeros_like(last) if next_value is None else next_value
+        else:
+            nxt = values[t + 1]
+        if dones is None:
+            delta = rewards[t] + gamma * nxt - values[t]
+            last = delta + gamma * lam * last
+        else:
+            nonterminal = 1.0 - dones[t]
+            delta = rewards[t] + gamma * nxt * nonterminal - values[t]
+            last = delta + gamma * lam * nonterminal * last
+        adv[t] = last
+    return adv
+
+
+@dataclass
+class Samples:
+    """One rollout's samples, flattened: row ``i`` is one decision."""
+
+    obs: torch.Tensor
+    mask: torch.Tensor
+    act: torch.Tensor
+    logp: torch.Tensor
+    """log-probability of ``act`` when it was sampled"""
+    adv: torch.Tensor
+    ret: torch.Tensor
+    """value targets (advantages plus the values)"""
+
+
+@dataclass(frozen=True)
+class UpdateSettings:
+    """The clipped update's hyper-parameters (each trainer's config carries them)."""
+
+    epochs: int
+    minibatches: int
+    clip: float
+    vf_coef: float
+    ent_coef: float
+    max_grad_norm: float
+
+    @classmethod
+    def of(cls, config: object) -> UpdateSettings:
+        """The settings of a trainer config with fields of these names."""
+        return cls(**{name: getattr(config, name) for name in cls.__dataclass_fields__})
+
+
+def ppo_update(
+    model: nn.Module,
+    optim: torch.optim.Optimizer,
+    samples: Samples,
+    settings: UpdateSettings,
+    generator: torch.Generator | None = None,
+) -> tuple[float, float, float]:
+    """PPO-clip epochs over ``samples``; ``model(obs, mask)`` returns ``(distribution, value)``.
+
+    Each pass shuffles the rows (``generator``: the trainer's stream, else torch's global
+    one) and steps once per ``settings.minibatches`` split (as equal as the size allows).
+
+    Returns:
+        The last minibatch's ``(policy loss, value loss, entropy)``.
+    """
+    s = settings
+    size = len(samples.act)
+    pg = vloss = ent = torch.zeros(())
+    if size == 0:
+        return 0.0, 0.0, 0.0
+    for _ in range(s.epochs):
+        perm = torch.randperm(size, generator=generator, device=samples.obs.device)
+        for idx in torch.tensor_split(perm, min(s.minibatches, size)):
+            dist, value = model(samples.obs[idx], samples.mask[idx])
+            logp = dist.log_prob(samples.act[idx])
+            a = samples.adv[idx]
+            a = (a - a.mean()) / (a.std() + 1e-8)
+            ratio = (logp - samples.logp[idx]).exp()
+            pg = torch.max(-a * ratio, -a * ratio.clamp(1 - s.clip, 1 + s.clip)).mean()
+            vloss = 0.5 * ((value - samples.ret[idx]) ** 2).mean()
+            ent = dist.entropy().mean()
+            loss = pg + s.vf_coef * vloss - s.ent_coef * ent
+            optim.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), s.max_grad_norm)
+            optim.step()
+    return float(pg.detach()), float(vloss.detach()), float(ent.detach())

@@ -1,0 +1,69 @@
+"""The one PPO core both trainers use: masked sampling, GAE, the clipped update."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import torch
+from torch import nn
+
+from agents.trainers.ppo_core import Samples, UpdateSettings, gae, masked_sample, ppo_update
+from agents.trainers.ppo_hide_and_seek import HideAndSeekPPOConfig
+from agents.trainers.ppo_selfplay import PPOConfig
+
+
+def test_masked_sampling_never_picks_an_illegal_action() -> None:
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(4000, 7, generator=gen) * 5
+    mask = torch.rand(4000, 7, generator=gen) < 0.4
+    mask[:, 3] = True
+    act, logp = masked_sample(logits, mask, gen)
+    assert mask[torch.arange(4000), act].all() and (logp <= 0).all()
+    legal = torch.log_softmax(logits.masked_fill(~mask, -1e9), -1)
+    assert torch.allclose(logp, legal[torch.arange(4000), act])
+
+
+def test_gae_with_episodes_ending_at_the_rollout_end_is_the_one_with_a_final_done() -> None:
+    gen = torch.Generator().manual_seed(1)
+    rew, val = torch.randn(12, 5, 2, generator=gen), torch.randn(12, 5, 2, generator=gen)
+    done = torch.zeros(12, 5, 2)
+    done[-1] = 1.0
+    whole = gae(rew, val, None, None, 0.99, 0.95)
+    assert torch.equal(whole, gae(rew, val, done, torch.randn(5, 2, generator=gen), 0.99, 0.95))
+    # By hand: the last step's advantage is its reward minus its value.
+    assert torch.allclose(whole[-1], rew[-1] - val[-1])
+    assert torch.allclose(whole[-2], rew[-2] + 0.99 * val[-1] - val[-2] + 0.99 * 0.95 * whole[-1])
+
+
+class _Model(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Linear(3, 4)
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor):
+        out = self.net(obs)
+        return torch.distributions.Categorical(logits=out.masked_fill(~mask, -1e9)), out[:, 0]
+
+
+def test_the_update_steps_once_per_minibatch_of_every_pass() -> None:
+    torch.manual_seed(0)
+    model = _Model()
+    optim = torch.optim.Adam(model.parameters(), lr=1e-2)
+    n = 103
+    samples = Samples(torch.randn(n, 3), torch.ones(n, 4, dtype=torch.bool), torch.randint(0, 4, (n,)),
+                      torch.full((n,), -1.4), torch.randn(n), torch.randn(n))
+    settings = UpdateSettings(epochs=3, minibatches=5, clip=0.2, vf_coef=0.5, ent_coef=0.01, max_grad_norm=0.5)
+    before = [p.detach().clone() for p in model.parameters()]
+    losses = ppo_update(model, optim, samples, settings, torch.Generator().manual_seed(2))
+    assert optim.state[next(model.parameters())]["step"] == 15 and all(map(torch.isfinite, map(torch.tensor, losses)))
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_both_trainers_name_the_split_alike() -> None:
+    assert UpdateSettings.of(PPOConfig()).minibatches == PPOConfig.minibatches
+    assert UpdateSettings.of(HideAndSeekPPOConfig()).minibatches == HideAndSeekPPOConfig.minibatches
+    # A config saved before the one name (samples per minibatch) loads as a count.
+    old = asdict(HideAndSeekPPOConfig(env_id="hide_and_seek-v1", num_envs=128))
+    del old["minibatches"]
+    old["minibatch_size"] = 2048
+    assert HideAndSeekPPOConfig.from_dict(old).minibatches == 6
