@@ -66,7 +66,7 @@ from agents.catalog import make_policy
 from agents.checkpoint import make_spec
 from agents.neural import NeuralPolicy
 from agents.policy import MatchRng
-from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, HideAndSeekPPOConfig
+from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig
 from agents.trainers.ppo_selfplay import PPOConfig, SelfPlayPPO, actor_hparams, gae
 from arena.engine import play_matches
 from arena.engine.plan import plan_matches

@@ -1,7 +1,7 @@
 """The PPO every trainer shares: masked sampling, GAE, the clipped update. One copy.
 
 :class:`agents.trainers.ppo_selfplay.SelfPlayPPO` (board games) and
-:class:`agents.trainers.ppo_hide_and_seek.HideAndSeekPPO` (hide-and-seek teams) differ in
+:class:`agents.trainers.hide_and_seek.ppo.HideAndSeekPPO` (hide-and-seek teams) differ in
 how they collect a rollout; from there on both call these functions:
 
 * :func:`masked_logits` / :func:`masked_sample`: illegal actions get zero probability;

@@ -1,6 +1,6 @@
 """A hide-and-seek league: hider and seeker populations, PFSP per role, TrueSkill per role.
 
-:class:`HideAndSeekLeague` drives :class:`agents.trainers.ppo_hide_and_seek.HideAndSeekPPO`
+:class:`HideAndSeekLeague` drives :class:`agents.trainers.hide_and_seek.ppo.HideAndSeekPPO`
 (one learning hider network and one learning seeker network) in generations:
 
 * every ``updates_per_generation`` updates both actors are frozen as the next generation
@@ -12,7 +12,7 @@
   learner's decayed win rates against each generation (:class:`league.matchmaking.WinRateTable`,
   one per role, fed by those training games); past actors are the pool's snapshots (kept
   in memory while training, read back from the pool on resume);
-* each generation is evaluated (:func:`agents.trainers.hide_and_seek_generations.evaluate_generation`):
+* each generation is evaluated (:func:`agents.trainers.hide_and_seek.generations.evaluate_generation`):
   against itself and the previous generation on the training layouts, and against itself
   on the env's standard layouts (v1: the 9x9 quadrant), where the phase rates
   (:data:`envs.hide_and_seek.core_v1.PHASES`) are measured - the headline;
@@ -64,11 +64,10 @@ from typing import Any
 
 import numpy as np
 import safetensors.torch
-import torch
 
-from agents.checkpoint import atomic_write, load_optimizer_tensors, make_spec, optimizer_tensors, serialize_weights
-from agents.trainers.hide_and_seek_generations import evaluate_generation, evaluation_actions, play_episodes
-from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, HideAndSeekPPOConfig, make_core
+from agents.checkpoint import atomic_write, make_spec, serialize_weights
+from agents.trainers.hide_and_seek.evaluation import evaluate_generation, evaluation_actions, play_episodes
+from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig, make_core
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.training.state import LeagueDir
 from envs.hide_and_seek.core import HideAndSeekCore
@@ -372,19 +371,14 @@ class HideAndSeekLeague:
     def save(self) -> None:
         """Write the trainer tensors, then the state that refers to them (both atomically)."""
         t = self.trainer
-        tensors = {"torch_gen": t.gen.get_state().cpu(), "torch_rng": torch.get_rng_state()}
-        for role in ROLES:
-            tensors |= {f"{role}.model.{k}": v.detach().to("cpu", copy=True).contiguous()
-                        for k, v in t.models[role].state_dict().items()}
-            tensors |= optimizer_tensors(t.optims[role], prefix=f"{role}.optim")
-        atomic_write(self.tensor_path, safetensors.torch.save(tensors))
+        atomic_write(self.tensor_path, safetensors.torch.save(t.state_tensors()))
         cfg = asdict(self.cfg)
         state = {
             "config": cfg,
             "updates": t.updates,
             "total_steps": t.total_steps,
             "train_seconds": self.train_seconds,
-            "trainer_rng": t.rng.bit_generator.state,
+            "trainer_rng": t.counters()["rng"],
             "league_rng": self.rng.bit_generator.state,
             "tables": {r: tab.to_json() for r, tab in self.tables.items()},
             "generations": [asdict(s) for s in self.generations],
@@ -397,25 +391,17 @@ class HideAndSeekLeague:
     def _restore(self, saved: dict[str, Any]) -> None:
         t = self.trainer
         self.generations = [GenerationSummary(**s) for s in saved["generations"]]
-        t.generations = [
+        t.load_generations([
             {role: safetensors.torch.load(self.pool.get(getattr(s, f"{role}_sha256"))[0]) for role in ROLES}
             for s in self.generations
-        ]
-        t._frozen.clear()
+        ])
         for role in ROLES:  # a kill between a snapshot and the save left it unreferenced
             kept = {getattr(s, f"{role}_sha256") for s in self.generations}
             for sha in set(self.pool.list(self.pools[role])) - kept:
                 self.pool.remove(self.pools[role], sha)
-        tensors = safetensors.torch.load(self.tensor_path.read_bytes())  # tensors only, never code
-        for role in ROLES:
-            prefix = f"{role}.model."
-            t.models[role].load_state_dict({k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)})
-            load_optimizer_tensors(t.optims[role], tensors, prefix=f"{role}.optim")
-        t.gen.set_state(tensors["torch_gen"])
-        torch.set_rng_state(tensors["torch_rng"])
-        t.updates, t.total_steps = saved["updates"], saved["total_steps"]
+        t.load_state_tensors(safetensors.torch.load(self.tensor_path.read_bytes()))  # tensors only, never code
+        t.load_counters({"updates": saved["updates"], "total_steps": saved["total_steps"], "rng": saved["trainer_rng"]})
         self.train_seconds = saved["train_seconds"]
-        t.rng.bit_generator.state = saved["trainer_rng"]
         self.rng.bit_generator.state = saved["league_rng"]
         self.tables = {r: WinRateTable.from_json(d) for r, d in saved["tables"].items()}
         self.matches = [tuple(m) for m in saved["matches"]]

@@ -1,7 +1,7 @@
 """Hide-and-seek section of the learning benchmark: generations, TrueSkill, door blocking.
 
 :func:`hide_and_seek_section` trains hider and seeker teams by PPO self-play
-(:mod:`agents.trainers.ppo_hide_and_seek`) within a time budget, freezing a
+(:mod:`agents.trainers.hide_and_seek.ppo`) within a time budget, freezing a
 generation every few updates, and reports how the generations compare:
 
 * TrueSkill per role across generations: every evaluation episode (generation ``g``'s
@@ -24,8 +24,8 @@ import logging
 import tempfile
 from pathlib import Path
 
-from agents.trainers.hide_and_seek_generations import train_generations
-from agents.trainers.ppo_hide_and_seek import HideAndSeekPPOConfig
+from agents.trainers.hide_and_seek.generations import train_generations
+from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
 from arena.training.hide_and_seek_league import generation_key, rate_generations
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, HideAndSeekPPOConfig
+from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig
 from tests.device_params import DEVICES, one_torch_thread  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -7,8 +7,8 @@ from dataclasses import asdict
 import torch
 from torch import nn
 
+from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
 from agents.trainers.ppo_core import Samples, UpdateSettings, gae, masked_sample, ppo_update
-from agents.trainers.ppo_hide_and_seek import HideAndSeekPPOConfig
 from agents.trainers.ppo_selfplay import PPOConfig
 
 

@@ -11,8 +11,8 @@ import torch
 
 from agents.checkpoint import load_checkpoint
 from agents.neural import NeuralPolicy
-from agents.trainers.hide_and_seek_generations import train_generations
-from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, HideAndSeekPPOConfig
+from agents.trainers.hide_and_seek.generations import train_generations
+from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig
 from arena.engine import play_matches
 from arena.engine.plan import plan_matches
 from benchmarks.support.hide_and_seek_learning import hide_and_seek_section, rate_generations

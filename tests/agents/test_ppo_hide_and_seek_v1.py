@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from agents.checkpoint import load_checkpoint
-from agents.trainers.ppo_hide_and_seek import HideAndSeekPPO, make_core
+from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, make_core
 from arena.training.hide_and_seek_league import default_v1_ppo
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.device.core_v1 import TorchHideAndSeekV1Core
@@ -36,9 +36,11 @@ def test_fort_shaping_pays_hiders_for_boxes_moved_towards_the_doors() -> None:
     trainer = HideAndSeekPPO(cfg)
     core = trainer.core
     core.reset([0, 1, 2, 3])
-    trainer._potential = torch.as_tensor(core.fort_potential()) - 0.1  # as if the boxes had just come 0.1 nearer
+    shaping = trainer.shaping
+    shaping.start(torch.device("cpu"))
+    shaping.potential = shaping.potential - 0.1  # as if the boxes had just come 0.1 nearer
     zero = torch.zeros(4)
-    hider, seeker = trainer._shaped(0, zero, zero, torch.zeros(4, dtype=torch.bool))
+    hider, seeker = shaping.rewards(0, zero, zero)
     assert torch.allclose(hider, torch.full((4,), 1.0, dtype=hider.dtype)) and torch.equal(seeker, zero)
 
 
@@ -53,15 +55,16 @@ def test_v1_trainer_steps_the_torch_core_off_the_host_with_the_same_shaping() ->
     bank = dev.envs.bank
     dev.core.box_by_door = 0.5  # a curriculum changed the shares: the bank is drawn again
     dev.update()
-    assert dev.envs.bank is not bank and dev.envs._bank_for[0] == 0.5
+    assert dev.envs.bank is not bank and dev.envs.bank_curriculum[0] == 0.5
     # The same layouts in both cores give the same shaping, numpy arrays or device tensors.
     seeds = list(range(8))
     host.core.reset(seeds)
     dev.core.reset(seeds)
     for trainer in (host, dev):
-        trainer._potential = torch.as_tensor(trainer.core.fort_potential()) - 0.05
+        trainer.shaping.start(torch.device("cpu"))
+        trainer.shaping.potential = trainer.shaping.potential - 0.05
     zero = torch.zeros(8)
     last = host.core.prep_steps - 1
-    a = host._shaped(last, zero, zero, torch.zeros(8, dtype=torch.bool))
-    b = dev._shaped(last, zero, zero, torch.zeros(8, dtype=torch.bool))
+    a = host.shaping.rewards(last, zero, zero)
+    b = dev.shaping.rewards(last, zero, zero)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) and a[0].abs().sum() > 0

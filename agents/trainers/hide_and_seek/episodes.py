@@ -1,0 +1,102 @@
+"""Where hide-and-seek PPO's episodes run: the numpy core on the host, or the torch core on a device.
+
+:class:`agents.trainers.hide_and_seek.ppo.HideAndSeekPPO` plays its episodes through one
+of these two with the same tensor interface (``reset``, ``step``, ``door_block_rate``):
+
+* :class:`HostEpisodes` - :class:`envs.hide_and_seek.core.HideAndSeekCore` (numpy), the
+  CPU default; observations cross into torch once per step.
+* :class:`DeviceEpisodes` - :class:`envs.hide_and_seek.device.core.TorchHideAndSeekCore` (or
+  v1's :class:`envs.hide_and_seek.device.core_v1.TorchHideAndSeekV1Core`) on the model's device:
+  a whole episode steps there with no host round trip. Layouts are drawn on the host once
+  per update, or picked on the device from a :class:`~envs.hide_and_seek.device.core.LayoutBank`
+  (``layout_bank``), drawn again whenever a curriculum changes the core's layout shares.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from envs.hide_and_seek.core import HideAndSeekCore
+from envs.hide_and_seek.curriculum import ATTRIBUTES
+from envs.hide_and_seek.device.core import TorchHideAndSeekCore
+
+CURRICULUM = ATTRIBUTES  # core attributes a curriculum may change between updates
+
+
+class HostEpisodes:
+    """``n`` episodes in a numpy core (``core``, default v0's); layouts from ``rng``.
+
+    Tensors cross to ``device`` (default: stay on the CPU) once per step, so a model on a
+    GPU can drive a numpy core.
+    """
+
+    def __init__(self, n: int, rng: np.random.Generator, core: HideAndSeekCore | None = None,
+                 device: torch.device | None = None, **layout) -> None:
+        self.core, self.rng, self.n = core or HideAndSeekCore(n, **layout), rng, n
+        self.device = device or torch.device("cpu")
+
+    def reset(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """New episodes everywhere: observations ``(n, agents, obs_dim)`` and masks."""
+        obs, mask = self.core.reset(self.rng.integers(0, 2**31, size=self.n))
+        return self._to(obs), self._to(mask)
+
+    def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step: observations, per-agent rewards, masks."""
+        obs, rewards, _, mask = self.core.step(actions.cpu().numpy())
+        return self._to(obs), self._to(rewards), self._to(mask)
+
+    def _to(self, array: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(array).to(self.device)
+
+    def door_block_rate(self) -> float:
+        """Share of episodes whose doors all held a box when preparation ended."""
+        return float(self.core.door_block_status(locked=False).mean())
+
+
+class DeviceEpisodes:
+    """``n`` episodes in a torch core on ``device``.
+
+    Args:
+        n: Episodes.
+        device: Where they run.
+        layout_bank: 0: every reset draws fresh layouts from ``rng`` on the host;
+            ``k``: ``k`` layouts are drawn and each reset picks among them on the device
+            (drawn again when the core's :data:`CURRICULUM` attributes change).
+        rng: The trainer's layout stream.
+        core: The torch core (default: v0's, built from ``layout``).
+    """
+
+    def __init__(self, n: int, device: torch.device, layout_bank: int, rng: np.random.Generator,
+                 core: TorchHideAndSeekCore | None = None, **layout) -> None:
+        self.core, self.rng, self.n = core or TorchHideAndSeekCore(n, device=device, **layout), rng, n
+        self.bank_size, self.bank = layout_bank, None
+        self.bank_curriculum: tuple | None = None
+        """the core's :data:`CURRICULUM` attributes the bank was drawn under"""
+        if layout_bank > 0:
+            self._draw_bank()
+            self.gen = torch.Generator(device).manual_seed(int(rng.integers(2**31)))
+
+    def _draw_bank(self) -> None:
+        self.bank = self.core.draw_layouts(self.rng.integers(0, 2**31, size=self.bank_size))
+        self.bank_curriculum = self._curriculum()
+
+    def _curriculum(self) -> tuple:
+        """The core's :data:`CURRICULUM` attributes now (``None`` where it has none)."""
+        return tuple(getattr(self.core, name, None) for name in CURRICULUM)
+
+    def reset(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.bank_size == 0:
+            return self.core.reset(self.rng.integers(0, 2**31, size=self.n))
+        if self._curriculum() != self.bank_curriculum:
+            self._draw_bank()
+        picks = torch.randint(0, len(self.bank), (self.n,), generator=self.gen,
+                              device=self.core.device)
+        return self.core.reset_from_bank(self.bank, picks)
+
+    def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        obs, rewards, _, mask = self.core.step(actions)
+        return obs, rewards, mask
+
+    def door_block_rate(self) -> float:
+        return float(self.core.door_block_status(locked=False).float().mean())
