@@ -53,7 +53,10 @@ __all__ = [
     "ArenaTimeout",
     "default_server",
     "load_token",
+    "placement_progress",
+    "progress_printer",
     "save_token",
+    "submit_until_rated",
     "token_path",
 ]
 
@@ -171,6 +174,35 @@ def _json_object(response: httpx.Response) -> dict[str, Any]:
 def _params(**values: Any) -> dict[str, Any]:
     """Query parameters without the ``None`` ones."""
     return {k: v for k, v in values.items() if v is not None}
+
+
+def placement_progress(agent: Mapping[str, Any]) -> str:
+    """Where a submitted agent stands, in one line: its status, rated games and rating per role,
+    its place in the queue, the matches expected until it settles, and what it waits for."""
+    parts = [f"agent {agent.get('id')} {agent.get('status')}"]
+    for rating in agent.get("ratings") or []:
+        parts.append(f"{rating.get('role')}: {rating.get('games')} games, mu {rating.get('mu', 0):.2f} "
+                     f"sigma {rating.get('sigma', 0):.2f}")
+    if agent.get("queue_position"):
+        parts.append(f"{agent['queue_position']} in the queue")
+    if agent.get("expected_matches_to_settle"):
+        parts.append(f"about {agent['expected_matches_to_settle']} more matches to settle")
+    if agent.get("status_reason"):
+        parts.append(str(agent["status_reason"]))
+    return "; ".join(parts)
+
+
+def progress_printer(write: Callable[[str], Any]) -> Callable[[JSON], None]:
+    """An ``on_progress`` callback for the waits that writes :func:`placement_progress` when it changes."""
+    last = [""]
+
+    def show(agent: JSON) -> None:
+        line = placement_progress(agent)
+        if line != last[0]:
+            last[0] = line
+            write(line)
+
+    return show
 
 
 class ArenaClient:
@@ -430,6 +462,8 @@ class ArenaClient:
         statuses: Collection[str] | str,
         timeout: float = 60.0,
         interval: float = 0.5,
+        on_progress: Callable[[JSON], None] | None = None,
+        max_interval: float = 5.0,
     ) -> JSON:
         """Polls ``GET /agents/{id}`` until its status is one of ``statuses``.
 
@@ -437,28 +471,54 @@ class ArenaClient:
             agent_id: The agent.
             statuses: Wanted statuses, e.g. ``{"rated", "rejected"}``.
             timeout: Seconds to wait at most.
-            interval: Seconds between polls (grows to at most 5 s).
+            interval: Seconds between polls (grows to at most ``max_interval``).
+            on_progress: Called with the agent after every poll (a progress display).
+            max_interval: Longest pause between polls.
 
         Returns:
             The agent, as last fetched.
 
         Raises:
-            ArenaTimeout: The agent did not reach any of ``statuses`` in time.
+            ArenaTimeout: The agent did not reach any of ``statuses`` in time; the message
+                says where it stands (:func:`placement_progress`).
         """
         wanted = {statuses} if isinstance(statuses, str) else set(statuses)
         deadline = time.monotonic() + timeout
         while True:
             agent = self.agent(agent_id)
+            if on_progress is not None:
+                on_progress(agent)
             if agent.get("status") in wanted:
                 return agent
             left = deadline - time.monotonic()
             if left <= 0:
                 raise ArenaTimeout(
                     f"agent {agent_id} is still {agent.get('status')!r} after {timeout:g} s "
-                    f"(waiting for {', '.join(sorted(wanted))})"
+                    f"(waiting for {', '.join(sorted(wanted))}): {placement_progress(agent)}"
                 )
             time.sleep(min(interval, left))
-            interval = min(interval * 1.5, 5.0)
+            interval = min(interval * 1.5, max_interval)
+
+    def wait_until_rated(self, agent_id: int, timeout: float = 600.0,
+                         on_progress: Callable[[JSON], None] | None = None) -> JSON:
+        """Polls until the agent is ``rated`` (validated, placed, its sigma settled); the agent.
+
+        Raises:
+            ArenaError: It was rejected (with the server's reason) or retired instead.
+            ArenaTimeout: Not rated within ``timeout`` seconds; says where it stands and that
+                only a server running its background service (``arena serve``) rates agents.
+        """
+        try:
+            agent = self.wait_for_status(agent_id, {"rated", "rejected", "retired"}, timeout, interval=0.25,
+                                         on_progress=on_progress, max_interval=1.0)
+        except ArenaTimeout as exc:
+            raise ArenaTimeout(f"{exc}; a server rates agents only while its background service runs "
+                               "(`arena serve` runs it); follow the agent with `arena agent show "
+                               f"{agent_id}` or wait longer (a larger timeout)") from None
+        if agent.get("status") != "rated":
+            raise ArenaError(f"agent {agent_id} was {agent.get('status')}: "
+                             f"{agent.get('status_reason') or 'no reason given'}")
+        return agent
 
     # -- connected agents ---------------------------------------------------------
 
@@ -674,6 +734,34 @@ class ArenaClient:
     def payoff(self, env: str, top: int | None = None) -> JSON:
         """``GET /envs/{env}/payoff``: the win-rate matrix of the ``top`` agents."""
         return self._get(f"/envs/{env}/payoff", top=top)
+
+
+def submit_until_rated(weights: str | os.PathLike, server: str | None = None, token: str | None = None, *,
+                       name: str | None = None, timeout: float = 600.0,
+                       on_progress: Callable[[JSON], None] | None = None) -> JSON:
+    """Upload an agent file (its spec JSON beside it) and wait until the server has rated it.
+
+    Args:
+        weights: The ``.onnx`` or ``.safetensors`` file.
+        server: The Arena server (default ``$ARENA_SERVER``).
+        token: API token (default ``$ARENA_TOKEN``, else the saved token file).
+        name: Display name (default: the spec's).
+        timeout: Seconds to wait for ``rated`` after the upload.
+        on_progress: Called with the agent after the upload and every poll
+            (e.g. :func:`progress_printer`).
+
+    Returns:
+        The rated agent.
+
+    Raises:
+        ArenaError: No token, an unreachable server, a refused upload, a rejected agent, or
+            (:class:`ArenaTimeout`) not rated in time; the message says which.
+    """
+    with ArenaClient(server, token=token) as client:
+        agent = client.submit_agent(weights, name=name)
+        if on_progress is not None:
+            on_progress(agent)
+        return client.wait_until_rated(agent["id"], timeout, on_progress=on_progress)
 
 
 def _weights_path(path: Path) -> Path:

@@ -1,11 +1,13 @@
-"""CleanRL-style PPO on ``arena.gym``, one file top to bottom, ending in an ONNX submission.
+"""CleanRL-style PPO on ``arena.gym``, one file top to bottom, ending in a rated agent.
 
 Trains a masked-logits PPO agent on connect four against Arena's ``random`` agent with
 ``arena.gym.make_vec`` (all boards on the vectorized core), prints the win rate against
-the training opponents before and after, and exports the actor with
-``arena.export.export_submission`` (validated as the server will validate it)::
+the training opponents before and after, exports the actor with
+``arena.export.export_submission`` (validated as the server will validate it) and, with
+``--submit``, uploads it to an Arena server and waits until the ladder has rated it::
 
-    python examples/ppo_arena_gym.py --total-timesteps 500000
+    python examples/ppo_arena_gym.py --total-timesteps 500000 --submit http://127.0.0.1:8000
+    python examples/ppo_arena_gym.py --total-timesteps 500000     # export only; then:
     arena submit ppo-connect_four-v3.onnx --wait
 
 Every ``--flag`` is a field of :class:`Args`. Illegal moves never happen: illegal
@@ -28,7 +30,9 @@ from torch import nn
 from torch.distributions import Categorical
 
 import arena.gym
+from arena.client import progress_printer, submit_until_rated
 from arena.export import export_submission
+from envs.errors import ArenaError
 
 
 @dataclass
@@ -69,6 +73,12 @@ class Args:
     """episodes of the win-rate evaluations"""
     out: str = ""
     """the ONNX file to write (default: ppo-<env_id>.onnx); its spec JSON goes beside it"""
+    submit: str = ""
+    """an Arena server to submit the export to (e.g. http://127.0.0.1:8000); empty: export only"""
+    token: str = ""
+    """your API token for --submit (default: $ARENA_TOKEN, else the token `arena user create` saved)"""
+    submit_timeout: float = 600.0
+    """seconds to wait for the submitted agent to be rated"""
 
 
 class Agent(nn.Module):
@@ -95,17 +105,12 @@ class Agent(nn.Module):
 
 def win_rate(agent: Agent, args: Args, seed: int) -> float:
     """Share of ``eval_episodes`` won (draws count half) with actions sampled from the masked logits."""
-    envs = arena.gym.make_vec(args.env_id, args.num_envs, opponents=args.opponents.split(","), seed=seed)
-    obs, info = envs.reset()
-    scores: list[float] = []
-    while len(scores) < args.eval_episodes:
+    def act(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            action, *_ = agent.act(torch.as_tensor(obs, dtype=torch.float32),
-                                   torch.as_tensor(info["action_mask"]))
-        obs, reward, terminated, truncated, info = envs.step(action.numpy())
-        scores.extend(((reward[terminated | truncated] + 1) / 2).tolist())
-    envs.close()
-    return float(np.mean(scores[: args.eval_episodes]))
+            return agent.act(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(mask))[0].numpy()
+
+    return arena.gym.win_rate(act, args.env_id, args.opponents.split(","), args.eval_episodes, seed=seed,
+                              num_envs=args.num_envs)
 
 
 def train(args: Args) -> Agent:
@@ -199,5 +204,14 @@ if __name__ == "__main__":
     print(f"win rate against {args.opponents}: untrained {before:.3f}, trained {after:.3f}")
     out = args.out or f"ppo-{args.env_id}.onnx"
     validated = export_submission(agent.actor, args.env_id, out, name=f"ppo-{args.env_id}")
-    print(f"wrote {out} (sha256 {validated.sha256[:16]}), validated as the server will: "
-          f"arena submit {out} --wait")
+    print(f"wrote {out} (sha256 {validated.sha256[:16]}), validated as the server will")
+    if args.submit:
+        print(f"submitting {out} to {args.submit}; waiting until it is rated (at most {args.submit_timeout:g} s)")
+        try:  # uploaded through ArenaClient; the server validates, places and rates it
+            rated = submit_until_rated(out, args.submit, args.token or None, timeout=args.submit_timeout,
+                                       on_progress=progress_printer(print))
+        except ArenaError as exc:  # no token, server down, rejected, not rated in time: the message says which
+            raise SystemExit(f"error: {exc}") from None
+        print(f"agent {rated['id']} is on the leaderboard: {args.submit}/envs/{args.env_id}")
+    else:
+        print(f"submit it with: arena submit {out} --wait")

@@ -22,6 +22,7 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from arena.cli.console import _fmt, console, fail, leaderboard_table
 from arena.client import (
@@ -30,6 +31,7 @@ from arena.client import (
     ArenaConnectionError,
     ArenaHTTPError,
     ArenaTimeout,
+    placement_progress,
     save_token,
 )
 from envs.errors import ArenaError
@@ -160,8 +162,9 @@ def submit(
         console.print(f"submitted as agent [bold]{agent['id']}[/]; follow it with "
                       f"`arena agent show {agent['id']}`")
         if wait:
-            with console.status(f"waiting for agent {agent['id']} to be rated"):
-                agent = client.wait_for_status(agent["id"], {"rated", "rejected", "retired"}, timeout)
+            with console.status(f"waiting for agent {agent['id']} to be rated") as status:
+                agent = client.wait_for_status(agent["id"], {"rated", "rejected", "retired"}, timeout,
+                                               on_progress=lambda a: status.update(Text(placement_progress(a))))
             console.print(agent_table(agent))
     if wait and agent.get("status") == "rejected":
         fail(f"agent {agent['id']} was rejected: {agent.get('status_reason') or 'no reason given'}")

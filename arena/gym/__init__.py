@@ -13,13 +13,13 @@
 :func:`make` gives one learner seat (:class:`~arena.gym.env.ArenaEnv`: rewards, the
 illegal-action rule and seeding are in its module docstring); :func:`make_vec` gives
 ``num_envs`` of them on the env's vectorized core (:class:`~arena.gym.vector.ArenaVectorEnv`),
-or Gymnasium's ``SyncVectorEnv`` of single envs for games without one. Opponent names:
-:mod:`arena.gym.opponents`. The guide: ``docs/gym.md``.
+or Gymnasium's ``SyncVectorEnv`` of single envs for games without one; :func:`win_rate`
+measures a policy on them. Opponent names: :mod:`arena.gym.opponents`. The guide: ``docs/gym.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import gymnasium
 import numpy as np
@@ -30,7 +30,7 @@ from arena.gym.opponents import Opponents
 from arena.gym.vector import ArenaVectorEnv
 from envs.registry import get_entry
 
-__all__ = ["ArenaEnv", "ArenaVectorEnv", "MaskedSyncVectorEnv", "Opponents", "make", "make_vec"]
+__all__ = ["ArenaEnv", "ArenaVectorEnv", "MaskedSyncVectorEnv", "Opponents", "make", "make_vec", "win_rate"]
 
 
 def make(env_id: str, opponents: Sequence[str | Policy] = ("random",), role: str | None = None,
@@ -73,3 +73,26 @@ def make_vec(env_id: str, num_envs: int, opponents: Sequence[str | Policy] = ("r
         (lambda i=i: ArenaEnv(env_id, shared, role=role, seed=None if seed is None else seed + i))
         for i in range(num_envs)
     ])
+
+
+def win_rate(act: Callable[[np.ndarray, np.ndarray], np.ndarray], env_id: str,
+             opponents: Sequence[str | Policy] = ("random",), episodes: int = 512, seed: int = 0,
+             role: str | None = None, num_envs: int = 64) -> float:
+    """The score of ``act`` against ``opponents`` over ``episodes`` episodes: wins count 1, draws 1/2.
+
+    Args:
+        act: ``act(obs, mask) -> actions`` for a batch: observations ``(n, *obs_shape)``
+            and legal-action masks ``(n, num_actions)``, one action per row (a trained
+            policy, e.g. an SB3 model's ``predict`` with ``action_masks=mask``).
+        env_id, opponents, role, seed: As in :func:`make_vec`.
+        episodes: Episodes counted (the first to end, in step order).
+        num_envs: Episodes played at once.
+    """
+    envs = make_vec(env_id, num_envs, opponents, role=role, seed=seed)
+    obs, info = envs.reset()
+    scores: list[float] = []
+    while len(scores) < episodes:
+        obs, reward, terminated, truncated, info = envs.step(np.asarray(act(obs, info["action_mask"])))
+        scores.extend(((reward[terminated | truncated] + 1) / 2).tolist())
+    envs.close()
+    return float(np.mean(scores[:episodes]))

@@ -1,4 +1,5 @@
-"""Helpers of the client tests: a live uvicorn server in a thread, and the CLI in a subprocess."""
+"""Helpers of the client tests: a live uvicorn server in a thread (alone, or with the background
+service as ``arena serve`` runs it), and the CLI in a subprocess."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
+
+from arena.storage.wiring import Services
 
 ARENA = [sys.executable, "-m", "arena.cli"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -54,3 +60,48 @@ def run_cli(*args: str, home: Path, server: str | None = None, cwd: Path | None 
         env["ARENA_TOKEN"] = token
     return subprocess.run([*ARENA, *args], check=False, cwd=cwd or home, env=env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+@dataclass
+class Live:
+    """A live server with a user ``ada`` (``token``) and the env's builtin agents (``builtin_ids``)."""
+
+    url: str
+    token: str
+    services: Services
+    builtin_ids: dict[str, int]
+
+
+@contextmanager
+def live_arena(tmp_path: Path, db_url: str, redis_url: str, env: str, *, ladder: bool,
+               builtins: tuple[str, ...] = ("random", "heuristic")) -> Iterator[Live]:
+    """A live server over fresh services, with a user ``ada`` and ``builtins`` on ``env``'s board;
+    with ``ladder``, the background service runs ``env``'s ladder too (started after the user
+    exists), as ``arena serve`` does."""
+    from arena.api.app import create_app
+    from arena.client import ArenaClient
+    from arena.ladder.background import BackgroundService, ServiceConfig
+    from arena.ladder.registration import register_builtin_agents
+    from arena.runners import InProcessRunner
+    from arena.settings import Settings
+    from arena.storage.wiring import open_services
+
+    settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=db_url,
+                        redis_url=redis_url)
+    with open_services(settings) as services:
+        with services.sessions.begin() as session:
+            builtin_ids = register_builtin_agents(session, env, list(builtins))
+        runner = InProcessRunner(services.snapshot_cache_factory()())
+        config = ServiceConfig(envs=(env,), batch_size=200, max_rate=1e9, idle_sleep_s=0.1)
+        service = BackgroundService(services, runner, config)
+        server = LiveServer(create_app(services))
+        with ArenaClient(server.url, token="") as client:
+            token = client.create_user("ada")["token"]
+        if ladder:
+            service.start()
+        try:
+            yield Live(server.url, token, services, builtin_ids)
+        finally:
+            server.stop()
+            service.stop()
+            runner.close()

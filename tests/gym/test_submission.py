@@ -1,10 +1,7 @@
-"""arena.export: SB3 policies and torch modules become validated ONNX submissions; the example trains, exports."""
+"""arena.export: SB3 policies and torch modules become validated ONNX submissions (the examples that train,
+export and submit run end to end in tests/examples/test_training_examples.py)."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +14,6 @@ from agents.onnx_agents.probe import probe_observations
 from agents.policy import derive_seed
 from arena.engine import MatchJob, play_matches
 from arena.export import export_submission, logits_module
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_torch_module_exports_to_a_submission_that_plays(tmp_path):
@@ -55,14 +50,3 @@ def test_maskable_ppo_exports_its_actor_logits(tmp_path):
         want = model.policy.get_distribution(torch.as_tensor(obs)).distribution.logits.numpy()
     got = torch.log_softmax(torch.as_tensor(policy.logits(obs)), -1).numpy()
     np.testing.assert_allclose(got, want, atol=1e-5)
-
-
-@pytest.mark.slow
-def test_cleanrl_example_trains_and_exports(tmp_path):
-    out = tmp_path / "ppo.onnx"
-    run = subprocess.run([sys.executable, str(ROOT / "examples" / "ppo_arena_gym.py"), "--env-id", "tictactoe-v3",
-                          "--total-timesteps", "1024", "--num-envs", "8", "--num-steps", "32",
-                          "--eval-episodes", "16", "--out", str(out)],
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path, check=True)
-    assert "win rate against random" in run.stdout and out.exists()
-    assert make_policy(f"file:{out}", "tictactoe-v3").spec.arch == "onnx"

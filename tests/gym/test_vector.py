@@ -80,3 +80,14 @@ def test_benchmark_smoke_mode_prints_its_json_keys():
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert {"vec_steps_per_s", "sync_steps_per_s", "ratio", "env", "num_envs"} <= result.keys()
     assert result["vec_steps_per_s"] > 0 and result["sync_steps_per_s"] > 0
+
+
+def test_win_rate_scores_wins_draws_and_illegal_moves():
+    paper, rock = (lambda obs, mask, k=k: np.full(len(mask), k) for k in (1, 0))
+    assert arena.gym.win_rate(paper, "rps-v2", ["rock"], episodes=16, num_envs=4) == 1.0  # paper beats rock
+    assert arena.gym.win_rate(rock, "rps-v2", ["rock"], episodes=16, num_envs=4) == 0.5  # draws count half
+    illegal = arena.gym.win_rate(lambda obs, mask: (~mask).argmax(1), "tictactoe-v3", ["random"], episodes=32)
+    assert illegal == 0.0  # an illegal move loses
+    first_legal = [arena.gym.win_rate(lambda obs, mask: mask.argmax(1), "tictactoe-v3", ["random"], episodes=64,
+                                      seed=3) for _ in range(2)]
+    assert first_legal[0] == first_legal[1] and 0.0 < first_legal[0] < 1.0  # seeded: the same episodes

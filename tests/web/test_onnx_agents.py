@@ -11,9 +11,6 @@ must reach ``rated``; their pages say what they are, in a real browser too.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -22,52 +19,13 @@ import torch
 
 from agents.neural import write_checkpoint
 from agents.onnx_agents.export import export_module
-from arena.api.app import create_app
 from arena.client import ArenaClient
-from arena.ladder.background import BackgroundService, ServiceConfig
-from arena.ladder.registration import register_builtin_agents
-from arena.runners import InProcessRunner
-from arena.settings import Settings
-from arena.storage.wiring import Services, open_services
 from tests.agents.onnx_corpus import ENV, spec_json
 from tests.agents.onnx_nets import TinyTransformer
-from tests.client.live import LiveServer, run_cli
+from tests.client.live import live_arena, run_cli
 
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 OBS_SHAPE, ACTIONS = (3, 3, 2), 9
-
-
-@dataclass
-class Live:
-    url: str
-    token: str
-    services: Services
-    builtin_ids: dict[str, int]
-
-
-@contextmanager
-def live_arena(tmp_path: Path, db_url: str, redis_url: str, *, ladder: bool) -> Iterator[Live]:
-    """A live server over fresh services, with a user ``ada`` (token in ``Live.token``);
-    with ``ladder``, the background service runs too (started after the user exists)."""
-    settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=db_url,
-                        redis_url=redis_url)
-    with open_services(settings) as services:
-        with services.sessions.begin() as session:
-            builtin_ids = register_builtin_agents(session, ENV, ["random", "heuristic"])
-        runner = InProcessRunner(services.snapshot_cache_factory()())
-        config = ServiceConfig(envs=(ENV,), batch_size=200, max_rate=1e9, idle_sleep_s=0.1)
-        service = BackgroundService(services, runner, config)
-        server = LiveServer(create_app(services))
-        with ArenaClient(server.url, token="") as client:
-            token = client.create_user("ada")["token"]
-        if ladder:
-            service.start()
-        try:
-            yield Live(server.url, token, services, builtin_ids)
-        finally:
-            server.stop()
-            service.stop()
-            runner.close()
 
 
 def transformer_onnx() -> tuple[bytes, dict]:
@@ -92,7 +50,7 @@ def test_an_exported_agent_and_a_transformer_reach_rated(tmp_path, migrated_db_u
     cli_home = tmp_path / "home"
     cli_home.mkdir()
     model_path = exported_checkpoint(cli_home)
-    with live_arena(tmp_path, migrated_db_url, redis_url, ladder=True) as live:
+    with live_arena(tmp_path, migrated_db_url, redis_url, ENV, ladder=True) as live:
         client = ArenaClient(live.url, token=live.token)
         submitted = run_cli("submit", model_path.name, "--name", "exported cnn", home=cli_home,
                             server=live.url, token=client.token)
@@ -122,7 +80,7 @@ def test_an_onnx_agents_page_in_chromium(tmp_path, migrated_db_url, redis_url):
     from tests.web.test_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS  # skips without chromium
 
     sync_api = pytest.importorskip("playwright.sync_api")
-    with live_arena(tmp_path, migrated_db_url, redis_url, ladder=False) as live:
+    with live_arena(tmp_path, migrated_db_url, redis_url, ENV, ladder=False) as live:
         client = ArenaClient(live.url, token=live.token)
         agent = client.submit_agent(*transformer_onnx(), name="tiny transformer")
         client.close()
