@@ -1,6 +1,6 @@
 """Hide-and-seek with ramps: do the emergent phases appear, and in order?
 
-One run of the hide-and-seek league (:mod:`arena.training.hide_and_seek_league`) on
+One run of the hide-and-seek league (:mod:`arena.training.hide_and_seek.league`) on
 ``hide_and_seek-v1``'s standard quadrant layout, within a wall-clock budget (default 60
 minutes on CPUs, 10 on a GPU), snapshots in an embedded Redis pool. By default the teams
 learn from the game's own team reward alone (hidden or seen, per post-preparation step):
@@ -9,7 +9,7 @@ training episodes start: a start-state curriculum (boxes next to the doors while
 are rare, later the ramp near a door with its reach set by automatic domain
 randomization's rule), reported under ``config.start_state_curriculum``; the phase rates
 are always measured on the standard layout. ``--shaped`` trains the shaped configuration
-instead (:data:`arena.training.hide_and_seek_league.SHAPING`: the hiders paid 40 for a
+instead (:data:`arena.training.hide_and_seek.config.SHAPING`: the hiders paid 40 for a
 fort, 10 by a fort potential, 30 for a defended ramp), ``--ablation`` runs the honest
 run and then the shaped one, each with the whole ``--minutes``, and prints one table of
 both.
@@ -96,13 +96,9 @@ import torch
 from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.storage.redis_server import EmbeddedRedis, connect_redis
-from arena.training.hide_and_seek_league import (
-    SHAPING,
-    GenerationSummary,
-    HideAndSeekLeague,
-    HideAndSeekLeagueConfig,
-    default_v1_ppo,
-)
+from arena.training.hide_and_seek.config import SHAPING, HideAndSeekLeagueConfig, default_v1_ppo
+from arena.training.hide_and_seek.evaluation import GenerationSummary
+from arena.training.hide_and_seek.league import HideAndSeekLeague
 
 THRESHOLDS = {"fort": 0.5, "ramp_use": 0.3, "ramp_defense": 0.5}
 

@@ -153,8 +153,8 @@ def hide_and_seek(
     import torch
 
     from arena.storage.wiring import open_services
-    from arena.training.hide_and_seek_league import HideAndSeekLeagueConfig, default_v1_ppo
-    from arena.training.hide_and_seek_service import HideAndSeekLeagueRun
+    from arena.training.hide_and_seek.config import HideAndSeekLeagueConfig, default_v1_ppo
+    from arena.training.hide_and_seek.service import HideAndSeekLeagueRun
 
     torch.set_num_threads(threads)
     ppo = replace(default_v1_ppo(seed=seed, shaped=shaped), num_envs=envs, device=device)
@@ -199,7 +199,7 @@ def hide_and_seek(
 def status(name: str = typer.Option("main", help="League name.")) -> None:
     """Show a saved league: learners, snapshots, ratings, files."""
     from arena.settings import get_settings
-    from arena.training.hide_and_seek_service import load_timeline
+    from arena.training.hide_and_seek.service import load_timeline
     from arena.training.state import LeagueDir
 
     league_dir = LeagueDir(get_settings().data_dir, name)

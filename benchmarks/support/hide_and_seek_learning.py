@@ -26,7 +26,7 @@ from pathlib import Path
 
 from agents.trainers.hide_and_seek.generations import train_generations
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
-from arena.training.hide_and_seek_league import generation_key, rate_generations
+from arena.training.hide_and_seek.evaluation import generation_key, rate_generations
 
 log = logging.getLogger(__name__)
 

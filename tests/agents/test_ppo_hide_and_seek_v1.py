@@ -9,7 +9,7 @@ import torch
 
 from agents.checkpoint import load_checkpoint
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, make_core
-from arena.training.hide_and_seek_league import default_v1_ppo
+from arena.training.hide_and_seek.config import default_v1_ppo
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.device.core_v1 import TorchHideAndSeekV1Core
 

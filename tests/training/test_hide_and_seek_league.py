@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,10 @@ import torch
 from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.storage.redis_server import connect_redis
-from arena.training.hide_and_seek_league import HideAndSeekLeague, HideAndSeekLeagueConfig, default_v1_ppo
+from arena.training.hide_and_seek.config import HideAndSeekLeagueConfig, default_v1_ppo
+from arena.training.hide_and_seek.league import HideAndSeekLeague
+from arena.training.hide_and_seek.state import STATE_FILE, STATE_VERSION
+from envs.hide_and_seek.curriculum import CurriculumState
 from envs.hide_and_seek.rules import PHASES
 
 pytestmark = pytest.mark.redis
@@ -75,7 +78,7 @@ SCRIPT = """
 import sys, torch
 torch.set_num_threads(1)
 from tests.training.test_hide_and_seek_league import tiny, make_pool
-from arena.training.hide_and_seek_league import HideAndSeekLeague
+from arena.training.hide_and_seek.league import HideAndSeekLeague
 from pathlib import Path
 league = HideAndSeekLeague(make_pool(sys.argv[1], Path(sys.argv[2])), sys.argv[2], tiny("killed"))
 league.run(10.0, max_generations=1000)
@@ -115,9 +118,10 @@ def test_curriculum_mixes_boxes_by_the_doors_then_the_ramp_by_a_door(redis_url: 
     league = HideAndSeekLeague(pool, tmp_path, tiny("mix"))
     fort0 = league.generations[0].phase_rates["fort"]
     assert league.curriculum_shares == pytest.approx((0.5 * (1 - fort0 / 0.8), 0.0))
-    assert league.trainer.core.box_by_door == league._cores[0].box_by_door == league.curriculum_shares[0]
-    assert not league._cores[1].box_by_door and not league._cores[1].ramp_by_door  # the headline's layouts
-    shares = league._curriculum_for
+    evaluator = league.evaluator
+    assert league.trainer.core.box_by_door == evaluator.train_core.box_by_door == league.curriculum_shares[0]
+    assert not evaluator.standard_core.box_by_door and not evaluator.standard_core.ramp_by_door  # the headline's
+    shares = league.rule.shares
     assert shares({}) == (0.5, 0.0)
     assert shares({"fort": 0.4}) == pytest.approx((0.25, 0.0))  # ramps wait until forts are common
     assert shares({"fort": 0.6}) == pytest.approx((0.125, 0.25))
@@ -125,11 +129,11 @@ def test_curriculum_mixes_boxes_by_the_doors_then_the_ramp_by_a_door(redis_url: 
     assert shares({"fort": 1.0, "ramp_defense": 0.8}) == (0.0, 0.0)
     off = HideAndSeekLeague(pool, tmp_path, replace(tiny("off"), curriculum=False))
     assert off.curriculum_shares == (0.0, 0.0) and not off.trainer.core.box_by_door
-    league._set_curriculum(0.1, 0.3, 0.4)
+    league.set_curriculum(CurriculumState(0.1, 0.3, 0.4))
     league.save()
     again = HideAndSeekLeague(pool, tmp_path, tiny("mix"))
     assert again.curriculum_shares == (0.1, 0.3) and again.trainer.core.ramp_by_door == 0.3
-    assert again.ramp_reach == again.trainer.core.ramp_reach == again._cores[0].ramp_reach == 0.4
+    assert again.ramp_reach == again.trainer.core.ramp_reach == again.evaluator.train_core.ramp_reach == 0.4
 
 
 def test_ramp_stage_reach_moves_with_the_stage_defense_rate(redis_url: str, tmp_path: Path) -> None:
@@ -138,11 +142,10 @@ def test_ramp_stage_reach_moves_with_the_stage_defense_rate(redis_url: str, tmp_
     torch.set_num_threads(1)
     league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("reach"))
     assert league.generations[0].ramp_stage_defense is None and league.ramp_reach == 0.0
-    nxt = league._next_reach
-    assert nxt(None) == 0.0 and nxt(0.05) == 0.0 and nxt(0.4) == 0.1 and nxt(0.3) == 0.0
-    league.ramp_reach = 0.95
-    assert nxt(0.9) == 1.0 and nxt(0.0) == pytest.approx(0.85) and nxt(0.2) == 0.95
-    league._set_curriculum(0.0, 0.5, 0.0)
+    nxt = league.rule.next_reach
+    assert nxt(0.0, None) == 0.0 and nxt(0.0, 0.05) == 0.0 and nxt(0.0, 0.4) == 0.1 and nxt(0.0, 0.3) == 0.0
+    assert nxt(0.95, 0.9) == 1.0 and nxt(0.95, 0.0) == pytest.approx(0.85) and nxt(0.95, 0.2) == 0.95
+    league.set_curriculum(CurriculumState(0.0, 0.5, 0.0))
     league.run(5.0, max_generations=2)
     last = league.generations[-1]
     assert last.ramp_curriculum == 0.5 and last.ramp_reach == 0.0
@@ -150,3 +153,33 @@ def test_ramp_stage_reach_moves_with_the_stage_defense_rate(redis_url: str, tmp_
     assert league.ramp_reach == (0.1 if last.ramp_stage_defense >= 0.4 else 0.0)
     assert HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("reach")).ramp_reach == league.ramp_reach
 
+
+def as_first_version(state: dict) -> dict:
+    """A state as the league wrote it before states were versioned: no ``version``, the
+    trainer's minibatches given by their size."""
+    old = {k: v for k, v in state.items() if k != "version"}
+    ppo = dict(old["config"]["ppo"])
+    del ppo["minibatches"]
+    ppo["minibatch_size"] = 512
+    old["config"] = {**old["config"], "ppo": ppo}
+    return old
+
+
+def test_a_league_saved_before_states_were_versioned_resumes(redis_url: str, tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("old"))
+    league.run(5.0, max_generations=2)
+    path = tmp_path / "leagues" / "old" / STATE_FILE
+    saved = json.loads(path.read_text())
+    assert saved["version"] == STATE_VERSION
+    path.write_text(json.dumps(as_first_version(saved)))
+    again = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("old"))
+    assert again.resumed and again.trainer.updates == league.trainer.updates
+    assert again.cfg.ppo.minibatches == 6  # 29 live envs x 50 steps x 2 hiders / 512
+    assert [asdict(s) for s in again.generations] == [asdict(s) for s in league.generations]
+    assert again.tables["hider"].to_json() == league.tables["hider"].to_json()
+    again.run(5.0, max_generations=3)
+    assert json.loads(path.read_text())["version"] == STATE_VERSION and len(again.generations) == 3
+    path.write_text(json.dumps({**saved, "version": STATE_VERSION + 1}))
+    with pytest.raises(ValueError, match="newer Arena"):
+        HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("old"))

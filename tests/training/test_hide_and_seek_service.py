@@ -19,8 +19,8 @@ from arena.read.grid_frames import match_phases
 from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
-from arena.training.hide_and_seek_league import HideAndSeekLeagueConfig, default_v1_ppo
-from arena.training.hide_and_seek_service import HideAndSeekLeagueRun, league_row_name, load_timeline
+from arena.training.hide_and_seek.config import HideAndSeekLeagueConfig, default_v1_ppo
+from arena.training.hide_and_seek.service import HideAndSeekLeagueRun, league_row_name, load_timeline
 from envs.hide_and_seek.rules import PHASES
 from league.phases import HAPPENED
 from tests.cli.test_ladder_cli import run as run_cli

@@ -1,0 +1,66 @@
+"""Settings of the hide-and-seek league: the trainer's (rewards included) and the league's own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
+from envs.hide_and_seek.curriculum import CurriculumRule
+from league.matchmaking import PFSPWeighting
+
+SHAPING = {"fort_bonus": 40.0, "fort_potential_bonus": 10.0, "ramp_defense_bonus": 30.0, "ramp_use_bonus": 0.0}
+"""The shaped configuration's bonuses (``default_v1_ppo(shaped=True)``): the hiders are paid
+for the fort and the defended ramp, exactly what the phase detectors count."""
+
+
+def default_v1_ppo(seed: int = 0, shaped: bool = False) -> HideAndSeekPPOConfig:
+    """PPO settings of the v1 league on the standard quadrant layout.
+
+    Args:
+        seed: The run's seed.
+        shaped: Add :data:`SHAPING`'s bonuses; by default the teams learn from the game's
+            own team reward alone.
+    """
+    return HideAndSeekPPOConfig(
+        env_id="hide_and_seek-v1", size=9, n_doors=None, layout="quadrant", seekers_by_door=False,
+        seed=seed, device="auto", **(SHAPING if shaped else {}),
+    )
+
+
+@dataclass
+class HideAndSeekLeagueConfig:
+    """Settings of a hide-and-seek league."""
+
+    name: str = "hide_and_seek"
+    """league name: its folder under ``<data_dir>/leagues`` and its pools"""
+    ppo: HideAndSeekPPOConfig = field(default_factory=default_v1_ppo)
+    """trainer settings (env, layouts, shaping, device)"""
+    updates_per_generation: int = 10
+    """updates between two generations"""
+    eval_episodes: int = 256
+    """episodes per evaluation pairing"""
+    pfsp: PFSPWeighting = "variance"
+    """PFSP weighting of past opponents (``variance``: those near the learner's level)"""
+    win_rate_decay: float = 0.9
+    """decay of the per-role win-rate tables per recorded update"""
+    curriculum: bool = True
+    """mix boxes-by-the-doors episodes into training while forts are rare
+    (:class:`envs.hide_and_seek.curriculum.CurriculumRule`)"""
+    curriculum_share: float = 0.5
+    """share of training episodes with boxes by the doors while the standard fort rate is 0"""
+    curriculum_target: float = 0.8
+    """standard-layout fort rate at which that share has shrunk (linearly) to 0"""
+    curriculum_ramp: bool = True
+    """second stage: once forts are common, episodes with the ramp near a door, a hider on its way"""
+    ramp_reach_step: float = 0.1
+    """how much the ramp stage's reach (0: the ramp next to a hider by the door, 1: as drawn)
+    moves per generation (0: stays at 0)"""
+    ramp_reach_up: float = 0.4
+    """ramp-defense rate in the stage's own episodes at which the reach grows"""
+    ramp_reach_down: float = 0.1
+    """... and below which it shrinks"""
+
+    def curriculum_rule(self) -> CurriculumRule:
+        """The start-state curriculum these settings describe."""
+        return CurriculumRule(self.curriculum, self.curriculum_share, self.curriculum_target, self.curriculum_ramp,
+                              self.ramp_reach_step, self.ramp_reach_up, self.ramp_reach_down)
