@@ -93,28 +93,35 @@ class Samples:
     """value targets (advantages plus the values)"""
 
 
-@dataclass(frozen=True)
-class UpdateSettings:
-    """The clipped update's hyper-parameters (each trainer's config carries them)."""
+@dataclass
+class PPOSettings:
+    """PPO's hyper-parameters: every trainer's config starts with these (and may change a default)."""
 
-    epochs: int
-    minibatches: int
-    clip: float
-    vf_coef: float
-    ent_coef: float
-    max_grad_norm: float
-
-    @classmethod
-    def of(cls, config: object) -> UpdateSettings:
-        """The settings of a trainer config with fields of these names."""
-        return cls(**{name: getattr(config, name) for name in cls.__dataclass_fields__})
+    lr: float = 1e-3
+    """Adam learning rate"""
+    gamma: float = 0.99
+    """discount per step (per decision of the learner)"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    clip: float = 0.2
+    """PPO ratio clip"""
+    ent_coef: float = 0.01
+    """entropy bonus"""
+    vf_coef: float = 0.5
+    """value loss weight"""
+    epochs: int = 4
+    """passes over each rollout"""
+    minibatches: int = 4
+    """minibatches per pass (the samples split as evenly as they divide)"""
+    max_grad_norm: float = 0.5
+    """gradient clipping"""
 
 
 def ppo_update(
     model: nn.Module,
     optim: torch.optim.Optimizer,
     samples: Samples,
-    settings: UpdateSettings,
+    settings: PPOSettings,
     generator: torch.Generator | None = None,
 ) -> tuple[float, float, float]:
     """PPO-clip epochs over ``samples``; ``model(obs, mask)`` returns ``(distribution, value)``.

@@ -34,14 +34,14 @@ from agents.checkpoint import load_optimizer_tensors, optimizer_tensors
 from agents.nets import build_net
 from agents.neural import resolve_device
 from agents.policy import MatchRng, Policy
-from agents.trainers.ppo_core import Samples, UpdateSettings, gae, masked_logits, ppo_update
+from agents.trainers.ppo_core import PPOSettings, Samples, gae, masked_logits, ppo_update
 from agents.trainers.selfplay_device import DeviceSelfPlayBoards, Rollout
 from envs.board_core import BoardCore
 
 
 @dataclass
-class PPOConfig:
-    """Hyper-parameters of PPO self-play."""
+class PPOConfig(PPOSettings):
+    """Hyper-parameters of PPO self-play (the update's: :class:`~agents.trainers.ppo_core.PPOSettings`)."""
 
     num_envs: int = 512
     """boards played in parallel"""
@@ -57,24 +57,6 @@ class PPOConfig:
     """critic (an mlp, never exported) hidden layers; None means ``hidden``"""
     shared_trunk: bool = False
     """critic = a linear head on the actor's last hidden layer (half the compute) instead of its own mlp"""
-    lr: float = 1e-3
-    """Adam learning rate"""
-    gamma: float = 0.99
-    """discount per learner move"""
-    gae_lambda: float = 0.95
-    """GAE lambda"""
-    clip: float = 0.2
-    """PPO ratio clip"""
-    ent_coef: float = 0.01
-    """entropy bonus"""
-    vf_coef: float = 0.5
-    """value loss weight"""
-    epochs: int = 4
-    """passes over each rollout"""
-    minibatches: int = 4
-    """minibatches per pass (the rollout split as evenly as it divides)"""
-    max_grad_norm: float = 0.5
-    """gradient clipping"""
     seed: int = 0
     """seeds torch (init, sampling) and the opponents' random streams"""
     device: str = "cpu"
@@ -299,4 +281,4 @@ class SelfPlayPPO:
         """PPO-clip epochs over one flattened rollout (:func:`agents.trainers.ppo_core.ppo_update`);
         returns the last (policy, value, entropy) losses."""
         samples = Samples(obs, mask, act, old_logp, adv, returns)
-        return ppo_update(self.model, self.optim, samples, UpdateSettings.of(self.cfg))
+        return ppo_update(self.model, self.optim, samples, self.cfg)

@@ -65,7 +65,7 @@ from agents.nets import build_net
 from agents.neural import resolve_device
 from agents.trainers.hide_and_seek.episodes import DeviceEpisodes, HostEpisodes
 from agents.trainers.hide_and_seek.shaping import Shaping
-from agents.trainers.ppo_core import Samples, UpdateSettings, gae, masked_logits, masked_sample, ppo_update
+from agents.trainers.ppo_core import PPOSettings, Samples, gae, masked_logits, masked_sample, ppo_update
 from envs.hide_and_seek.core import HideAndSeekCore
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.device.core_v1 import TorchHideAndSeekV1Core
@@ -79,8 +79,8 @@ StateDict = dict[str, torch.Tensor]
 
 
 @dataclass
-class HideAndSeekPPOConfig:
-    """Hyper-parameters of hide-and-seek PPO self-play."""
+class HideAndSeekPPOConfig(PPOSettings):
+    """Hyper-parameters of hide-and-seek PPO self-play (the update's: :class:`agents.trainers.ppo_core.PPOSettings`)."""
 
     num_envs: int = 256
     """episodes played at once; every update plays one whole episode in each"""
@@ -94,25 +94,11 @@ class HideAndSeekPPOConfig:
     """curriculum: the seekers start outside next to the door, so an open door is punished"""
     hidden: list[int] = field(default_factory=lambda: [64, 64])
     """hidden layers of every actor and critic (the actors are the registry's ``mlp``)"""
-    lr: float = 1e-3
-    """Adam learning rate"""
-    gamma: float = 0.99
-    """discount per step"""
-    gae_lambda: float = 0.95
-    """GAE lambda"""
-    clip: float = 0.2
-    """PPO ratio clip"""
-    ent_coef: float = 0.01
-    """entropy bonus"""
-    vf_coef: float = 0.5
-    """value loss weight"""
     epochs: int = 2
     """passes over each rollout"""
     minibatches: int = 6
     """minibatches per pass over each team's samples (split as evenly as they divide; with
     the defaults about 4,600 hider and 2,800 seeker samples each)"""
-    max_grad_norm: float = 0.5
-    """gradient clipping"""
     updates_per_generation: int = 10
     """updates between two frozen generations"""
     past_opponent_share: float = 0.2
@@ -420,4 +406,4 @@ class HideAndSeekPPO:
         adv = gae(b.rew, b.val, None, None, cfg.gamma, cfg.gae_lambda)
         live = b.live[None, :, None].expand_as(b.act).reshape(-1)
         flat = [x.reshape(-1, *x.shape[3:])[live] for x in (b.obs, b.mask, b.act, b.logp, adv, adv + b.val)]
-        return ppo_update(self.models[role], self.optims[role], Samples(*flat), UpdateSettings.of(cfg), self.gen)
+        return ppo_update(self.models[role], self.optims[role], Samples(*flat), cfg, self.gen)
