@@ -4,10 +4,11 @@ As ``test_device_hide_and_seek.py`` for v0: both cores start from the same layou
 (drawn from the same seeds by the numpy layout code) and receive the same random
 actions (mostly legal, a fifth anything in ``-1 .. 7``). After every step the
 observations, rewards, dones, masks, the full state (ramps included), the door
-statistics and the phase detectors must be equal. 10,000 short (24-step) quadrant
-episodes run in one batch, plus 1,200 episodes of random-room layouts and other
-settings; 10,000 full-length (50-step) episodes are marked ``slow`` (about 50 s on one
-busy core: the numpy core takes half of it).
+statistics and the phase detectors must be equal. 4,000 short (24-step) quadrant
+episodes run in one batch, plus 1,500 episodes of random-room layouts and other
+settings, and 2,000 full-length (50-step) episodes (``slow``; every rule the counts
+below name fires hundreds of times at these sizes; ``ARENA_DIFFERENTIAL_EPISODES``
+raises both batches, e.g. to 10,000 before changing a core).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from envs.hide_and_seek.device.core_v1 import TorchHideAndSeekV1Core
 from envs.hide_and_seek.layouts_v1 import parse_layout
 from envs.hide_and_seek.rules import PHASES
 from tests.device_params import DEVICES, one_torch_thread  # noqa: F401 - a fixture
-from tests.envs.test_device_hide_and_seek import STATE, assert_same, random_actions, reset_both
+from tests.envs.test_device_hide_and_seek import STATE, assert_same, episodes, random_actions, reset_both
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 STATE_V1 = (*STATE, "room", "vaulted", "seen_steps", "ramp_used")
@@ -67,15 +68,15 @@ def run_differential(n: int, seed: int, device: str, **kwargs) -> dict[str, int]
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_torch_v1_core_plays_10000_short_random_quadrant_episodes_like_the_numpy_core(device: str) -> None:
-    fired = run_differential(10_000, 20240701, device, max_steps=24)
+def test_torch_v1_core_plays_4000_short_random_quadrant_episodes_like_the_numpy_core(device: str) -> None:
+    fired = run_differential(episodes(4_000), 20240701, device, max_steps=24)
     assert all(count > 0 for count in fired.values()), fired
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("device", DEVICES)
-def test_torch_v1_core_plays_10000_full_random_quadrant_episodes_like_the_numpy_core(device: str) -> None:
-    fired = run_differential(10_000, 20240702, device)
+def test_torch_v1_core_plays_2000_full_random_quadrant_episodes_like_the_numpy_core(device: str) -> None:
+    fired = run_differential(episodes(2_000), 20240702, device)
     assert all(count > 0 for count in fired.values()), fired
 
 
