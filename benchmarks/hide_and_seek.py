@@ -37,7 +37,7 @@ honest run's keys, plus ``ablation.shaped``: the shaped run's.
     python benchmarks/hide_and_seek.py --smoke   # seconds, tiny sizes: checks that it runs (the suite's)
     python benchmarks/hide_and_seek.py --scripted   # no training: is ramp defense feasible at all?
 
-``--scripted`` trains nothing: planned hider teams (:mod:`agents.hide_and_seek_feasibility`:
+``--scripted`` trains nothing: planned hider teams (:mod:`agents.hide_and_seek.feasibility`:
 one hider builds the fort while the other defends the ramp, each plan searched exactly
 over the env's rules) play ``--layouts`` standard layouts (seeds from ``--seed``) in the
 real core, whose detectors decide. It prints a table per level (``detectors``: exactly
@@ -145,7 +145,7 @@ def row(s: GenerationSummary) -> str:
 
 def scripted(layouts: int, seed: int) -> dict:
     """The ``--scripted`` run: planned teams on standard layouts (see the module docstring)."""
-    from agents.hide_and_seek_feasibility import LEVELS, feasibility, preparation_needed
+    from agents.hide_and_seek.feasibility import LEVELS, feasibility, preparation_needed
 
     start = time.perf_counter()
     seeds = list(range(seed, seed + layouts))

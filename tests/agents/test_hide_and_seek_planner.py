@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import hide_and_seek_model as rules
-from agents.hide_and_seek_feasibility import feasibility, play_plans
-from agents.hide_and_seek_planner import TeamPlanner
+from agents.hide_and_seek import model as rules
+from agents.hide_and_seek.feasibility import feasibility, play_plans
+from agents.hide_and_seek.planner import TeamPlanner
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.layouts_v1 import parse_layout
 

@@ -14,8 +14,7 @@ from envs.registry import get_spec, make_env
 
 REPO = Path(__file__).resolve().parents[2]
 HIDE_AND_SEEK = [
-    "envs/hide_and_seek", "agents/hide_and_seek_model.py", "agents/hide_and_seek_planner.py",
-    "agents/hide_and_seek_bounds.py", "agents/hide_and_seek_feasibility.py", "agents/role_baselines.py",
+    "envs/hide_and_seek", "agents/hide_and_seek", "agents/role_baselines.py",
     "agents/trainers", "arena/training",
 ]
 OLD_PATHS = {
@@ -31,6 +30,7 @@ OLD_PATHS = {
     "agents.trainers.hide_and_seek_device": "agents.trainers.hide_and_seek.episodes",
     "arena.training.hide_and_seek_league": "arena.training.hide_and_seek.league",
     "arena.training.hide_and_seek_service": "arena.training.hide_and_seek.service",
+    **{f"agents.hide_and_seek_{m}": f"agents.hide_and_seek.{m}" for m in ("model", "planner", "bounds", "feasibility")},
 }
 
 
@@ -38,8 +38,8 @@ OLD_PATHS = {
 def test_old_import_paths_re_export_the_moved_modules(old: str) -> None:
     shim, new = importlib.import_module(old), importlib.import_module(OLD_PATHS[old])
     assert shim.__all__
-    homes = ("envs.hide_and_seek.", "agents.trainers.hide_and_seek.", "agents.trainers.ppo_core",
-             "arena.training.hide_and_seek.")
+    homes = ("envs.hide_and_seek.", "agents.hide_and_seek.", "agents.trainers.hide_and_seek.",
+             "agents.trainers.ppo_core", "arena.training.hide_and_seek.")
     moved = [m for name, m in sys.modules.items() if name.startswith(homes)]
     assert new in moved
     for name in shim.__all__:
@@ -51,7 +51,8 @@ def test_old_import_paths_re_export_the_moved_modules(old: str) -> None:
 
 
 def test_the_ids_are_the_rules_ones_everywhere() -> None:
-    from agents import hide_and_seek_model, role_baselines
+    from agents import role_baselines
+    from agents.hide_and_seek import model as hide_and_seek_model
     from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 
     assert (role_baselines.HS_NOOP, role_baselines.HS_GRAB, role_baselines.HS_LOCK) == (rules.NOOP, rules.GRAB,
