@@ -206,7 +206,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="seconds, tiny sizes (the suite runs this)")
     args = parser.parse_args()
     if args.smoke:
-        args.seconds, args.kill_every = 4.0, 1.5
+        args.seconds, args.kill_every = 2.0, 1.0
 
     from arena.ladder.background import BackgroundService, ServiceConfig
     from arena.ladder.pacing import PacingConfig
@@ -262,7 +262,9 @@ def main() -> None:
                 during = rate(before, loop_pace(service))
                 faults.join()
                 service.stop()
-                while service.lane.busy(ENV):  # its last connected batch ends at its deadline
+                for c in clients:  # measured: its last connected batch forfeits after the grace
+                    c.kill()
+                while service.lane.busy(ENV):
                     time.sleep(0.2)
             finally:
                 for c in clients:
