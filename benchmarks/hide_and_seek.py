@@ -29,10 +29,13 @@ per second of training), ``chasing_rates``, ``fort_rates``, ``ramp_use_rates``,
 rate passed 0.5 for fort and ramp defense, 0.3 for ramp use; ``null`` if none),
 ``phases_in_order`` (fort, then ramp use, then ramp defense, each first reached in that
 order), ``hider_mu`` / ``seeker_mu``, ``config`` (sizes, ``rewards``: ``team`` or
-``shaped``, the ``bonuses``, the ``start_state_curriculum``). With ``--ablation`` the
+``shaped``, the ``bonuses``, the ``start_state_curriculum``, ``gamma``, ``critic``:
+``local`` or ``central``, ``transitions_per_update``: num_envs x steps x agents, 25,600 by
+default on CPUs, 409,600 with the GPU preset's 2,048 envs). With ``--ablation`` the
 honest run's keys, plus ``ablation.shaped``: the shaped run's.
 
     nice python benchmarks/hide_and_seek.py --minutes 60 --data-dir runs/hs-honest   # the headline
+    nice python benchmarks/hide_and_seek.py --minutes 60 --critic central   # a centralized critic
     nice python benchmarks/hide_and_seek.py --ablation --minutes 60   # honest, then shaped: two hours
     python benchmarks/hide_and_seek.py --smoke   # seconds, tiny sizes: checks that it runs (the suite's)
     python benchmarks/hide_and_seek.py --scripted   # no training: is ramp defense feasible at all?
@@ -93,6 +96,7 @@ if sys.path and Path(sys.path[0]).resolve() == _ROOT / "benchmarks":
 
 import torch
 
+from agents.trainers.hide_and_seek.ppo import CRITICS, HideAndSeekPPOConfig
 from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.storage.redis_server import EmbeddedRedis, connect_redis
@@ -190,7 +194,8 @@ def league_config(args: argparse.Namespace, shaped: bool, name: str) -> HideAndS
     command line's sizes, bonuses and start-state curriculum."""
     ppo = default_v1_ppo(args.seed, shaped=shaped)
     bonuses = {k: getattr(args, k) for k in BONUSES if getattr(args, k) is not None}
-    ppo = replace(ppo, epochs=args.epochs, device=args.device, **args.sizes, **bonuses)
+    ppo = replace(ppo, epochs=args.epochs, device=args.device, gamma=args.gamma, critic=args.critic,
+                  **args.sizes, **bonuses)
     return HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=args.updates_per_generation,
                                    eval_episodes=args.eval_episodes, curriculum=not args.no_curriculum,
                                    curriculum_share=args.curriculum_share,
@@ -203,7 +208,9 @@ def run_config(league: HideAndSeekLeague) -> dict:
     sizes, the rewards (``bonuses``, all 0 when unshaped) and the start-state curriculum."""
     cfg, ppo = league.cfg, league.cfg.ppo
     return {"num_envs": ppo.num_envs, "minibatches": ppo.minibatches, "layout_bank": ppo.layout_bank,
-            "epochs": ppo.epochs, "gamma": ppo.gamma, "updates_per_generation": cfg.updates_per_generation,
+            "transitions_per_update": league.trainer.transitions_per_update,
+            "epochs": ppo.epochs, "gamma": ppo.gamma, "critic": ppo.critic,
+            "updates_per_generation": cfg.updates_per_generation,
             "eval_episodes": cfg.eval_episodes, "rewards": "shaped" if ppo.shaped else "team",
             "bonuses": {k: getattr(ppo, k) for k in BONUSES},
             "start_state_curriculum": {
@@ -228,7 +235,9 @@ def train_run(args: argparse.Namespace, pool: RedisSnapshotPool, data_dir: Path,
     rewards = ("shaped: " + ", ".join(f"{k} {getattr(ppo, k):g}" for k in BONUSES)) if ppo.shaped \
         else "the game's team reward only"
     print(f"hide_and_seek-v1 quadrant, {minutes:g} min, device {league.trainer.device}, "
-          f"{ppo.num_envs} envs, {league.cfg.updates_per_generation} updates per generation; rewards: {rewards}")
+          f"{ppo.num_envs} envs ({league.trainer.transitions_per_update:,} transitions per update), "
+          f"gamma {ppo.gamma:g}, {ppo.critic} critic, {league.cfg.updates_per_generation} updates per "
+          f"generation; rewards: {rewards}")
     print(" gen  upds   env steps  chasing   fort  ramp_use  ramp_defense  hider_mu  seeker_mu"
           "  train_fort  boxes/ramp  reach  stage_defense")
     print(row(league.generations[0]) + "   (baseline: untrained)")
@@ -266,7 +275,13 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--ablation", action="store_true",
                    help="the honest run, then the shaped one, each with --minutes; one table of both")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--num-envs", type=int, default=None, help="episodes per update (default 128; 2048 on a GPU)")
+    p.add_argument("--num-envs", type=int, default=None,
+                   help="episodes per update (default 128: 25,600 transitions; on a GPU 2048: 409,600)")
+    p.add_argument("--gamma", type=float, default=HideAndSeekPPOConfig.gamma,
+                   help="discount per step, < 1 (OpenAI's 0.998 at most)")
+    p.add_argument("--critic", choices=CRITICS, default=None,
+                   help=f"local: each critic sees its agent's observation; central: plus the full state "
+                        f"(default {HideAndSeekPPOConfig.critic}; central with --smoke)")
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--minibatches", type=int, default=None,
                    help="per pass over each team's samples (default 6, about 1,900 hider samples each; 12 on a GPU)")
@@ -300,7 +315,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.smoke:
         args.minutes, args.num_envs, args.minibatches, args.epochs, args.device, args.threads = \
             0.15, 16, 4, 1, "cpu", 1
+        args.critic = args.critic or "central"  # the suite's other tests cover the local critic
         args.updates_per_generation, args.eval_episodes = 1, 8
+    args.critic = args.critic or HideAndSeekPPOConfig.critic
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(args.threads)
     gpu = torch.cuda.is_available() and args.device in ("auto", "cuda")

@@ -142,6 +142,10 @@ def hide_and_seek(
     seed: int = typer.Option(0, help="Master seed (a new league)."),
     shaped: bool = typer.Option(False, "--shaped", help="Pay the hiders for forts and a defended ramp (a new "
                                 "league; default: the game's team reward alone)."),
+    gamma: float = typer.Option(0.99, min=0.0, max=0.999999, help="Discount per step, e.g. OpenAI's 0.998 (a "
+                                "new league)."),
+    critic: str = typer.Option("local", help="What each team's critic sees: local (its agent's observation) or "
+                               "central (plus the full state and the agent's index; a new league)."),
 ) -> None:
     """Train the hider/seeker league (hide_and_seek-v1) and publish its strategy timeline after each generation.
 
@@ -157,11 +161,12 @@ def hide_and_seek(
     from arena.training.hide_and_seek.service import HideAndSeekLeagueRun
 
     torch.set_num_threads(threads)
-    ppo = replace(default_v1_ppo(seed=seed, shaped=shaped), num_envs=envs, device=device)
-    config = HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=updates,
-                                     eval_episodes=eval_episodes)
     roles = ("hider", "seeker")
     try:
+        ppo = replace(default_v1_ppo(seed=seed, shaped=shaped), num_envs=envs, device=device, gamma=gamma,
+                      critic=critic)
+        config = HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=updates,
+                                         eval_episodes=eval_episodes)
         with open_services() as services:
             with console.status(f"starting league [bold]{name}[/] (generation 0: snapshot, evaluation)..."):
                 run = HideAndSeekLeagueRun(services, config, record_matches=record)

@@ -214,6 +214,30 @@ class HideAndSeekCore:
         locks = self.box_lock[self._rows[:, None], np.maximum(boxes, 0)]
         return np.stack([blocked, blocked & (locks == HIDERS).all(1)])
 
+    def critic_state(self) -> np.ndarray:
+        """The full state of every env as features for a centralized critic, ``(n_envs, d)`` float32.
+
+        What no agent's observation holds whole: every agent's position (over ``size - 1``)
+        and the box it holds (one-hot), every box's position and lock (one-hot: unlocked,
+        hiders, seekers), the doors, whether they hold a box (and locked by the hiders)
+        now, the step (over ``max_steps``), the preparation flag, whether a hider is seen,
+        and the walls. Computed in float64, then rounded, so the torch core's
+        (:meth:`envs.hide_and_seek.device.core.TorchHideAndSeekCore.critic_state`) is equal.
+        """
+        n, scale = self.n_envs, self.size - 1
+        boxes = self.box_pos.shape[1]
+        parts = [
+            self.agent_pos.reshape(n, -1) / scale,
+            (self.holding[..., None] == np.arange(boxes)).reshape(n, -1),
+            self.box_pos.reshape(n, -1) / scale,
+            (self.box_lock[..., None] == np.array([UNLOCKED, HIDERS, SEEKERS])).reshape(n, -1),
+            self.doors.reshape(n, -1) / scale,
+            self._door_status().T,
+            np.stack([self.t / self.max_steps, self.t < self.prep_steps, self.seen], 1),
+            self.walls.reshape(n, -1),
+        ]
+        return np.concatenate([p.astype(np.float64) for p in parts], 1).astype(np.float32)
+
     # ----------------------------------------------------------------- dynamics
     def _free(
         self,

@@ -194,6 +194,19 @@ class HideAndSeekV1Core(HideAndSeekCore):
             "ramp_defense": np.where(done_prep, self._prep_ramps, self.ramps_defended()).astype(np.float64),
         }
 
+    def critic_state(self) -> np.ndarray:
+        """v0's :meth:`HideAndSeekCore.critic_state` (ramps among the boxes) plus who stands on a
+        ramp, whether every ramp is defended now, the detectors so far (seen share, ramp
+        used) and the hiders' room."""
+        n = self.n_envs
+        extra = [
+            self.elevated(),
+            np.stack([self.ramps_defended(), self.seen_steps / max(self.max_steps - self.prep_steps, 1),
+                      self.ramp_used], 1),
+            self.room.reshape(n, -1),
+        ]
+        return np.concatenate([super().critic_state(), *(p.astype(np.float64).astype(np.float32) for p in extra)], 1)
+
     def door_fraction(self) -> np.ndarray:
         """``(n_envs,)`` share of the room's distinct doors that hold a box now (shaping)."""
         return self._per_door(lambda dist: (dist == 0).astype(np.float64))

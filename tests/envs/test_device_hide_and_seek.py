@@ -3,10 +3,10 @@
 Both cores start from the same v0 layouts (drawn from the same seeds) and receive the
 same random actions - mostly legal ones, a fifth anything in ``-1 .. 7`` so illegal
 and out-of-range actions (which act as noop) are exercised too. After every step the
-observations, rewards, dones, action masks, the full state and the door statistics
-must be equal. The numpy core is itself checked against the PettingZoo env
-(``test_hide_and_seek.py``: a batched core equals single envs), so agreement here is
-agreement with ``hide_and_seek-v0``.
+observations, rewards, dones, action masks, the full state, the centralized critic's
+state features (``critic_state``) and the door statistics must be equal. The numpy core
+is itself checked against the PettingZoo env (``test_hide_and_seek.py``: a batched core
+equals single envs), so agreement here is agreement with ``hide_and_seek-v0``.
 
 The 3,000-episode run is marked ``slow``; a 500-episode run and the curriculum/team-size
 variants run always. ``ARENA_DIFFERENTIAL_EPISODES`` (e.g. 10000) raises the large batches
@@ -76,6 +76,7 @@ def run_differential(n: int, seed: int, device: str, **kwargs) -> dict[str, int]
             assert_same(what, x, y, step)
         for name in STATE:
             assert_same(name, getattr(ref, name), getattr(core, name), step)
+        assert_same("critic state", ref.critic_state(), core.critic_state(), step)
         for locked in (False, True):
             assert_same(f"door status {locked}", ref.door_block_status(locked),
                         core.door_block_status(locked), step)

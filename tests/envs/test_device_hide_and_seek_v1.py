@@ -3,12 +3,12 @@
 As ``test_device_hide_and_seek.py`` for v0: both cores start from the same layouts
 (drawn from the same seeds by the numpy layout code) and receive the same random
 actions (mostly legal, a fifth anything in ``-1 .. 7``). After every step the
-observations, rewards, dones, masks, the full state (ramps included), the door
-statistics and the phase detectors must be equal. 4,000 short (24-step) quadrant
-episodes run in one batch, plus 1,500 episodes of random-room layouts and other
-settings, and 2,000 full-length (50-step) episodes (``slow``; every rule the counts
-below name fires hundreds of times at these sizes; ``ARENA_DIFFERENTIAL_EPISODES``
-raises both batches, e.g. to 10,000 before changing a core).
+observations, rewards, dones, masks, the full state (ramps included), the centralized
+critic's state features (``critic_state``), the door statistics and the phase detectors
+must be equal. 4,000 short (24-step) quadrant episodes run in one batch, plus 1,500
+episodes of random-room layouts and other settings, and 2,000 full-length (50-step)
+episodes (``slow``; every rule the counts below name fires hundreds of times at these
+sizes; ``ARENA_DIFFERENTIAL_EPISODES`` raises both batches, e.g. to 10,000 before changing a core).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def run_differential(n: int, seed: int, device: str, **kwargs) -> dict[str, int]
             assert_same(what, x, y, step)
         for name in STATE_V1:
             assert_same(name, getattr(ref, name), getattr(core, name), step)
+        assert_same("critic state", ref.critic_state(), core.critic_state(), step)
         ref_phases, phases = ref.phases(), core.phases()
         for name in PHASES:
             assert_same(f"phase {name}", ref_phases[name], phases[name], step)

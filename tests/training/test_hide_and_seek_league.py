@@ -156,10 +156,10 @@ def test_ramp_stage_reach_moves_with_the_stage_defense_rate(redis_url: str, tmp_
 
 def as_first_version(state: dict) -> dict:
     """A state as the league wrote it before states were versioned: no ``version``, the
-    trainer's minibatches given by their size."""
+    trainer's minibatches given by their size, no ``critic`` choice."""
     old = {k: v for k, v in state.items() if k != "version"}
     ppo = dict(old["config"]["ppo"])
-    del ppo["minibatches"]
+    del ppo["minibatches"], ppo["critic"]
     ppo["minibatch_size"] = 512
     old["config"] = {**old["config"], "ppo": ppo}
     return old
@@ -183,3 +183,24 @@ def test_a_league_saved_before_states_were_versioned_resumes(redis_url: str, tmp
     path.write_text(json.dumps({**saved, "version": STATE_VERSION + 1}))
     with pytest.raises(ValueError, match="newer Arena"):
         HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("old"))
+
+
+def test_a_central_critic_league_resumes_and_a_version_2_state_keeps_its_local_critic(
+        redis_url: str, tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    central = tiny("central")
+    central.ppo = replace(central.ppo, critic="central", gamma=0.998)
+    league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, central)
+    league.run(5.0, max_generations=2)
+    again = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("central"))  # the saved config wins
+    assert again.cfg.ppo.critic == "central" and again.cfg.ppo.gamma == 0.998
+    critics = [lg.trainer.models["seeker"].critic.parameters() for lg in (league, again)]
+    assert all(torch.equal(x, y) for x, y in zip(*critics, strict=True))
+    local = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("v2"))
+    path = tmp_path / "leagues" / "v2" / STATE_FILE
+    saved = json.loads(path.read_text())
+    del saved["config"]["ppo"]["critic"]
+    path.write_text(json.dumps({**saved, "version": 2}))
+    resumed = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("v2"))
+    assert resumed.resumed and resumed.cfg.ppo.critic == "local" and resumed.trainer.critic_dim == 0
+    assert local.cfg.ppo == resumed.cfg.ppo

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from agents.trainers.hide_and_seek.generations import GenerationReport, train_generations
-from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
+from agents.trainers.hide_and_seek.ppo import CRITICS, HideAndSeekPPOConfig
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,12 +27,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--num-envs", type=int, default=HideAndSeekPPOConfig.num_envs)
     p.add_argument("--size", type=int, default=HideAndSeekPPOConfig.size)
     p.add_argument("--generations", type=int, default=8, help="target generation count")
+    p.add_argument("--gamma", type=float, default=HideAndSeekPPOConfig.gamma, help="discount per step (< 1)")
+    p.add_argument("--critic", choices=CRITICS, default=HideAndSeekPPOConfig.critic,
+                   help="local: each critic sees its agent's observation; central: plus the full state")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     if args.threads:
         torch.set_num_threads(args.threads)
-    cfg = HideAndSeekPPOConfig(num_envs=args.num_envs, size=args.size, seed=args.seed)
+    cfg = HideAndSeekPPOConfig(num_envs=args.num_envs, size=args.size, seed=args.seed, gamma=args.gamma,
+                               critic=args.critic)
 
     from rich.console import Console
 

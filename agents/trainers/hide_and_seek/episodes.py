@@ -1,7 +1,7 @@
 """Where hide-and-seek PPO's episodes run: the numpy core on the host, or the torch core on a device.
 
 :class:`agents.trainers.hide_and_seek.ppo.HideAndSeekPPO` plays its episodes through one
-of these two with the same tensor interface (``reset``, ``step``, ``door_block_rate``):
+of these two with the same tensor interface (``reset``, ``step``, ``critic_state``, ``door_block_rate``):
 
 * :class:`HostEpisodes` - :class:`envs.hide_and_seek.core.HideAndSeekCore` (numpy), the
   CPU default; observations cross into torch once per step.
@@ -45,6 +45,10 @@ class HostEpisodes:
         """One step: observations, per-agent rewards, masks."""
         obs, rewards, _, mask = self.core.step(actions.cpu().numpy())
         return self._to(obs), self._to(rewards), self._to(mask)
+
+    def critic_state(self) -> torch.Tensor:
+        """The core's full state for a centralized critic, ``(n, d)`` float32, on ``device``."""
+        return self._to(self.core.critic_state())
 
     def _to(self, array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array).to(self.device)
@@ -97,6 +101,10 @@ class DeviceEpisodes:
     def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         obs, rewards, _, mask = self.core.step(actions)
         return obs, rewards, mask
+
+    def critic_state(self) -> torch.Tensor:
+        """The core's full state for a centralized critic, ``(n, d)`` float32."""
+        return self.core.critic_state()
 
     def door_block_rate(self) -> float:
         return float(self.core.door_block_status(locked=False).float().mean())

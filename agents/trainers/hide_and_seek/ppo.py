@@ -6,8 +6,10 @@ advance together; each update plays one whole episode (60 steps) in every env.
 
 Parameters are shared within a team: one hider network drives both hiders, one seeker
 network both seekers (the 493-dim observation already carries the role flags and the
-agent's own position). Each team has a registry ``mlp`` actor - the exported agent -
-and a separate critic. Masked actions get zero probability. Rewards are the env's own
+agent's own position). Each team has a registry ``mlp`` actor - the exported agent, on
+the agent's own observation - and a separate critic: ``critic="local"`` on the same
+observation, ``"central"`` on it plus the episode's full state (the core's
+``critic_state()``) and the agent's index. Masked actions get zero probability. Rewards are the env's own
 team rewards (no shaping): +1 per post-preparation step for hiders when no seeker sees
 a hider, -1 otherwise, the opposite for seekers. Seekers decide nothing during
 preparation (only noop is legal), so their samples start when preparation ends.
@@ -75,6 +77,7 @@ log = logging.getLogger(__name__)
 
 ENV_ID = "hide_and_seek-v0"
 ENV_IDS = ("hide_and_seek-v0", "hide_and_seek-v1")
+CRITICS = ("local", "central")
 StateDict = dict[str, torch.Tensor]
 
 
@@ -126,15 +129,29 @@ class HideAndSeekPPOConfig(PPOSettings):
     """v1 shaping: hider reward at the end of preparation if every ramp is locked or in the room"""
     ramp_use_bonus: float = 0.0
     """v1 shaping: seeker reward in the step where ``ramp_use`` first happens in an episode"""
+    critic: str = "local"
+    """what each team's critic sees: ``local`` its agent's own observation (as the actor), or
+    ``central`` that observation plus the full state of the episode (the core's
+    ``critic_state()``: every agent, box, lock, ramp, door, the step and the walls) and the
+    agent's index, as OpenAI's value functions did; the actor (the exported agent) sees its
+    own observation either way"""
+
+    def __post_init__(self) -> None:
+        if self.critic not in CRITICS:
+            raise ValueError(f"critic must be one of {CRITICS}, got {self.critic!r}")
+        if not 0.0 < self.gamma < 1.0:
+            raise ValueError(f"gamma must be in (0, 1), got {self.gamma}")
 
     @classmethod
     def from_dict(cls, saved: dict[str, Any]) -> HideAndSeekPPOConfig:
         """A config saved with :func:`dataclasses.asdict`, also by an earlier version.
 
+        A config saved before ``critic`` existed trained a ``local`` critic and keeps it.
         Earlier configs split each pass by ``minibatch_size`` (samples per step, so the count
         varied per team); it becomes the count that gives the hider team about that size.
         """
         saved = dict(saved)
+        saved.setdefault("critic", "local")  # saved before there was a choice: its critic is local
         size = saved.pop("minibatch_size", None)
         if size is not None and "minibatches" not in saved:
             n = saved.get("num_envs", cls.num_envs)
@@ -175,16 +192,22 @@ def team_rewards(rewards: np.ndarray) -> np.ndarray:
 
 
 class TeamModel(nn.Module):
-    """One team's registry actor (exported as the agent) plus a separate critic."""
+    """One team's registry actor (exported as the agent) plus a separate critic.
 
-    def __init__(self, obs_dim: int, hidden: list[int]) -> None:
+    The input row is the agent's observation (``obs_dim``), followed for a centralized
+    critic by ``critic_dim`` more features (the full state and the agent's index): the
+    actor reads the observation only, the critic the whole row.
+    """
+
+    def __init__(self, obs_dim: int, hidden: list[int], critic_dim: int = 0) -> None:
         super().__init__()
+        self.obs_dim = obs_dim
         self.actor = build_net("mlp", {"hidden": hidden}, (obs_dim,), NUM_ACTIONS)
-        self.critic = build_net("mlp", {"hidden": hidden}, (obs_dim,), 1)
+        self.critic = build_net("mlp", {"hidden": hidden}, (obs_dim + critic_dim,), 1)
 
-    def forward(self, obs: torch.Tensor, mask: torch.Tensor):
-        logits = masked_logits(self.actor(obs), mask)
-        return torch.distributions.Categorical(logits=logits), self.critic(obs).squeeze(-1)
+    def forward(self, row: torch.Tensor, mask: torch.Tensor):
+        logits = masked_logits(self.actor(row[..., :self.obs_dim]), mask)
+        return torch.distributions.Categorical(logits=logits), self.critic(row).squeeze(-1)
 
 
 @dataclass
@@ -239,7 +262,12 @@ class HideAndSeekPPO:
         self.obs_dim = self.core.obs_dim
         self.shaping = Shaping(cfg, self.core)
         """the optional bonuses (:mod:`agents.trainers.hide_and_seek.shaping`)"""
-        self.models = {role: TeamModel(self.obs_dim, cfg.hidden).to(self.device) for role in ROLES}
+        self.critic_dim = 0
+        """features the critic sees beyond the observation (0: ``local``)"""
+        if cfg.critic == "central":
+            self.critic_dim = self.envs.critic_state().shape[-1] + self.core.n_agents
+        self.models = {role: TeamModel(self.obs_dim, cfg.hidden, self.critic_dim).to(self.device)
+                       for role in ROLES}
         self.optims = {
             role: torch.optim.Adam(m.parameters(), lr=cfg.lr, eps=1e-5)
             for role, m in self.models.items()
@@ -348,7 +376,7 @@ class HideAndSeekPPO:
             if plan[role] is not None:
                 live[plan[role][0]] = False
             buf[role] = Rollout(
-                obs=torch.zeros((t_len, n, 2, self.obs_dim), device=dev),
+                obs=torch.zeros((t_len, n, 2, self.obs_dim + self.critic_dim), device=dev),
                 mask=torch.zeros((t_len, n, 2, NUM_ACTIONS), dtype=torch.bool, device=dev),
                 act=torch.zeros((t_len, n, 2), dtype=torch.long, device=dev),
                 logp=torch.zeros((t_len, n, 2), device=dev),
@@ -359,6 +387,7 @@ class HideAndSeekPPO:
         self.shaping.start(dev)
         for t in range(steps):
             actions = torch.zeros((n, 4), dtype=torch.long, device=dev)
+            seen = self.critic_inputs(obs)  # what the critics see
             for team, role in enumerate(ROLES):
                 cols = slice(2 * team, 2 * team + 2)
                 o, m = obs[:, cols], mask[:, cols]
@@ -375,8 +404,8 @@ class HideAndSeekPPO:
                                            m[rows].reshape(-1, NUM_ACTIONS), self.gen)
                     act[rows] = sub.view(-1, 2)
                 b, i = buf[role], t - first[role]
-                b.obs[i], b.mask[i], b.act[i], b.logp[i] = o, m, act, logp
-                b.val[i] = model.critic(o.reshape(-1, self.obs_dim)).view(n, 2)
+                b.obs[i], b.mask[i], b.act[i], b.logp[i] = seen[:, cols], m, act, logp
+                b.val[i] = model.critic(b.obs[i].reshape(n * 2, -1)).view(n, 2)
                 actions[:, cols] = act
             obs, rewards, mask = self.envs.step(actions)
             r = team_rewards(rewards)
@@ -387,6 +416,22 @@ class HideAndSeekPPO:
                 buf["seeker"].rew[t - prep] = seeker_r[:, None]
         self.last_plan, self.last_returns = plan, returns.cpu().numpy().astype(np.float64)
         return buf, self.last_returns, self.envs.door_block_rate()
+
+    def critic_inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        """What the critics see, ``(n, agents, obs_dim + critic_dim)``: each agent's observation,
+        then (``central``) the episode's full state and the agent's one-hot index."""
+        if not self.critic_dim:
+            return obs
+        n, agents = obs.shape[:2]
+        state = self.envs.critic_state()[:, None].expand(n, agents, -1)
+        index = torch.eye(agents, device=obs.device).expand(n, agents, agents)
+        return torch.cat([obs, state, index], -1)
+
+    @property
+    def transitions_per_update(self) -> int:
+        """Agent steps each update plays: ``num_envs x max_steps x agents`` (the frozen seekers'
+        preparation steps and the past opponents' included)."""
+        return self.cfg.num_envs * self.core.max_steps * self.core.n_agents
 
     def update(self) -> UpdateStats:
         """Play one episode per env, then optimise both teams on their own samples."""

@@ -2,8 +2,9 @@
 
 Under ``<data_dir>/leagues/<name>/``:
 
-* ``hide_and_seek_trainer.safetensors``: both teams' models and Adam moments and the
-  torch random streams (:meth:`HideAndSeekPPO.state_tensors`; tensors only, never pickled);
+* ``hide_and_seek_trainer.safetensors``: both teams' models (actor and critic, a
+  centralized critic included: only the actors are exported as agents) and Adam moments
+  and the torch random streams (:meth:`HideAndSeekPPO.state_tensors`; tensors only, never pickled);
 * ``hide_and_seek.json``: ``version`` (:data:`STATE_VERSION`), ``config`` (the league's,
   ``ppo`` inside), the trainer's ``updates``, ``total_steps`` and ``trainer_rng``,
   ``train_seconds``, the pools' ``tables`` and ``league_rng``, ``generations`` (one
@@ -14,7 +15,8 @@ Under ``<data_dir>/leagues/<name>/``:
 The tensors are written first, then the JSON that refers to them (each atomically), so
 the JSON always describes tensors that exist. :func:`read_state` reads every version
 ever written: version 1 is the unversioned state of before (its trainer config split a
-pass by ``minibatch_size``), upgraded on reading.
+pass by ``minibatch_size``), version 2 the state before the trainer's ``critic`` choice
+(its critics are ``local``); each is upgraded on reading.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import torch
 from agents.checkpoint import atomic_write
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 STATE_FILE = "hide_and_seek.json"
 TENSOR_FILE = "hide_and_seek_trainer.safetensors"
 
@@ -46,6 +48,8 @@ def upgrade(saved: dict[str, Any]) -> dict[str, Any]:
         state["config"] = {**state["config"], "ppo": {**state["config"]["ppo"], "minibatches": ppo.minibatches}}
         state["config"]["ppo"].pop("minibatch_size", None)
         state.setdefault("ramp_reach", 0.0)
+    if version <= 2:
+        state["config"] = {**state["config"], "ppo": {"critic": "local", **state["config"]["ppo"]}}
     state["version"] = STATE_VERSION
     return state
 

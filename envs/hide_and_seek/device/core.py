@@ -218,6 +218,26 @@ class TorchHideAndSeekCore(TorchPerception):
         locks = self.box_lock.gather(1, boxes.clamp(min=0))
         return torch.stack([blocked, blocked & (locks == HIDERS).all(1)], 1)
 
+    def critic_state(self) -> Tensor:
+        """``(n_envs, d)`` float32, equal to :meth:`HideAndSeekCore.critic_state` (same features,
+        computed in float64 and rounded)."""
+        n, scale, dev = self.n_envs, self.size - 1, self.device
+        boxes = self.box_pos.shape[1]
+        f64 = torch.float64
+        locks = torch.tensor([UNLOCKED, HIDERS, SEEKERS], device=dev)
+        parts = [
+            self.agent_pos.reshape(n, -1).to(f64) / scale,
+            self.holding[..., None] == torch.arange(boxes, device=dev),
+            self.box_pos.reshape(n, -1).to(f64) / scale,
+            self.box_lock[..., None] == locks,
+            self.doors.reshape(n, -1).to(f64) / scale,
+            self._door_status(),
+            torch.stack([self.t.to(f64) / self.max_steps, (self.t < self.prep_steps).to(f64),
+                         self.seen.to(f64)], 1),
+            self.walls,
+        ]
+        return torch.cat([p.reshape(n, -1).to(f64) for p in parts], 1).to(torch.float32)
+
     # ----------------------------------------------------------------- helpers
     def _at(self, grid_map: Tensor, cells: Tensor) -> Tensor:
         """``grid_map[e, y, x]`` for cells ``(n, ..., 2)`` of each env ``e``."""

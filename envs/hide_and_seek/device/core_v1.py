@@ -135,6 +135,18 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
             "ramp_defense": defended.to(torch.float64),
         }
 
+    def critic_state(self) -> Tensor:
+        """``(n_envs, d)`` float32, equal to :meth:`HideAndSeekV1Core.critic_state`."""
+        n, f64 = self.n_envs, torch.float64
+        post = max(self.max_steps - self.prep_steps, 1)
+        extra = [
+            self.elevated(),
+            torch.stack([self.ramps_defended().to(f64), self.seen_steps.to(f64) / post,
+                         self.ramp_used.to(f64)], 1),
+            self.room.reshape(n, -1),
+        ]
+        return torch.cat([super().critic_state(), *(p.to(f64).to(torch.float32) for p in extra)], 1)
+
     def door_fraction(self) -> Tensor:
         """``(n_envs,)`` float64: share of the room's distinct doors holding a box (shaping)."""
         return self._per_door(lambda dist: (dist == 0).to(torch.float64))
