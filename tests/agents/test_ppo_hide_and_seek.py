@@ -89,7 +89,7 @@ def test_rate_generations_orders_a_stronger_generation_first() -> None:
 
 def test_section_reports_every_key_with_sane_types() -> None:
     cfg = HideAndSeekPPOConfig(**TINY)
-    out = hide_and_seek_section(minutes=0.5, config=cfg, target_generations=2,
+    out = hide_and_seek_section(minutes=10.0, config=cfg, target_generations=2,  # max_updates ends it
                                 eval_episodes=16, max_updates=3)
     assert isinstance(out["hs_generations"], int) and out["hs_generations"] >= 2
     for key in ("hs_door_block_rate_first", "hs_door_block_rate_last", "hs_env_steps_per_s"):
