@@ -16,6 +16,7 @@ Every field has a default that works on a fresh machine::
     ARENA_PROBE_BUDGET_STEPS  100000 env steps per exploitability probe
     ARENA_PROBE_EVAL_GAMES    400 evaluation games per probe
     ARENA_PROBE_CONCURRENCY   1 probe at a time (each one process, one torch thread)
+    ARENA_PROBE_NICENESS      10: probes run this much below the service's CPU priority
     ARENA_PROBE_QUEUE_SIZE    100 probes queued or running at most
     ARENA_PROBE_BACKEND       auto (Ray when the service runs on Ray, else a process)
     ARENA_PROBES_QUEUED_PER_USER  3 probes one user may have queued or running at once
@@ -160,6 +161,11 @@ class Settings(BaseSettings):
     probe_concurrency: int = Field(
         default=1, ge=0, le=64,
         description="Probes run at once (0: none run; each uses one CPU and one torch thread).",
+    )
+    probe_niceness: int = Field(
+        default=10, ge=0, le=19,
+        description="How far below the service's CPU priority probes run (a nice increment): on a busy "
+        "machine the ladder wins the CPU. 0: the same priority, for a machine that runs nothing else.",
     )
     probe_queue_size: int = Field(
         default=100, ge=1, description="Probes queued or running at most; further requests are refused."

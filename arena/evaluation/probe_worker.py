@@ -2,7 +2,8 @@
 
 The probe must never take CPU from the rated ladder beyond its one core, so before
 torch is imported here the worker limits every thread pool to one thread and lowers
-its scheduling priority (``nice``): on a busy machine the ladder's workers win the CPU.
+its scheduling priority (``nice``, by ``ARENA_PROBE_NICENESS``: 10 unless configured):
+on a busy machine the ladder's workers win the CPU.
 Imports are inside the functions so that a spawned process reads this module without
 loading torch before the limits are set.
 """
@@ -17,17 +18,18 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 NICENESS = 10
 
 ProbeJob = dict[str, Any]
-"""``probe_id``, ``env_id``, ``budget_env_steps``, ``eval_games``, ``seed``, ``max_bytes`` and
-the target: ``builtin`` (its catalog key), ``weights`` (snapshot bytes) with ``spec``, or
-``connected`` (a connected agent's id) with its ``key``, ``redis_url`` and key ``prefix``."""
+"""``probe_id``, ``env_id``, ``budget_env_steps``, ``eval_games``, ``seed``, ``max_bytes``,
+``niceness`` (optional, :data:`NICENESS` if absent) and the target: ``builtin`` (its
+catalog key), ``weights`` (snapshot bytes) with ``spec``, or ``connected`` (a connected
+agent's id) with its ``key``, ``redis_url`` and key ``prefix``."""
 
 
-def limit_resources() -> None:
-    """One thread for every math library, lower priority than the ladder."""
+def limit_resources(niceness: int = NICENESS) -> None:
+    """One thread for every math library, priority ``niceness`` below the ladder's."""
     for name in THREAD_VARIABLES:
         os.environ[name] = "1"
     try:
-        os.nice(NICENESS)
+        os.nice(niceness)
     except OSError:  # not permitted: the thread limit still holds
         pass
     import torch
@@ -41,7 +43,7 @@ def limit_resources() -> None:
 
 def run_probe(job: ProbeJob, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Train the exploiter and evaluate it; returns ``ProbeResult.to_dict()``."""
-    limit_resources()
+    limit_resources(job.get("niceness", NICENESS))
     from agents.catalog import make_policy
     from agents.trainers.exploit_probe import ProbeConfig, probe_exploitability
     from arena.snapshots.formats import snapshot_policy

@@ -17,11 +17,11 @@ its 95% interval. Here it becomes a service:
   (:func:`in_turn`: the one served least recently first), not the queue in order, so
   one user's flood waits behind everyone else's next probe.
 * **Workers.** At most ``ARENA_PROBE_CONCURRENCY`` probes run at once, each on one
-  CPU with one torch thread at lower priority (:mod:`arena.evaluation.probe_worker`):
-  a Ray task (``num_cpus=1``, scheduled only on a free CPU, so the ladder's workers
-  keep theirs) when the service runs on Ray, else a spawned process of its own (the
-  in-process runner's fallback; a process can be terminated, and torch's global
-  seeding stays out of the server).
+  CPU with one torch thread at lower priority (``ARENA_PROBE_NICENESS``; see
+  :mod:`arena.evaluation.probe_worker`): a Ray task (``num_cpus=1``, scheduled only on
+  a free CPU, so the ladder's workers keep theirs) when the service runs on Ray, else
+  a spawned process of its own (the in-process runner's fallback; a process can be
+  terminated, and torch's global seeding stays out of the server).
 * **Restart.** Probes left ``running`` by a stopped service go back to the queue.
 
 Probes need a two-player env with a vectorized core (connect four, tic-tac-toe).
@@ -194,7 +194,8 @@ class ProbeService:
     def _job(self, probe: repo.ProbeInfo) -> ProbeJob:
         settings = self.services.settings
         job: ProbeJob = {"probe_id": probe.id, "env_id": probe.env_id, "budget_env_steps": probe.budget_env_steps,
-                         "eval_games": probe.eval_games, "seed": probe.seed, "max_bytes": settings.max_upload_bytes}
+                         "eval_games": probe.eval_games, "seed": probe.seed, "max_bytes": settings.max_upload_bytes,
+                         "niceness": settings.probe_niceness}
         with self.services.sessions() as session:
             agent = repo.get_agent(session, probe.agent_id)
             if agent.kind == "connected":  # its owner asked: the probe plays its client

@@ -3,12 +3,12 @@ quotas (429), and users served in turn rather than the queue in order."""
 
 from __future__ import annotations
 
-import time
+from datetime import UTC, datetime
 
 import pytest
 
 from arena.evaluation.probe_backends import ProcessProbeBackend
-from arena.evaluation.probes import ProbeService
+from arena.evaluation.probes import ProbeService, in_turn
 from arena.storage.db import repositories as repo
 from tests.api.conftest import ADMIN_TOKEN
 from tests.api.helpers import API, auth, checkpoint, new_user, upload
@@ -18,7 +18,8 @@ on_sqlite = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # quot
 
 @pytest.fixture
 def settings_overrides():
-    return {"probe_budget_steps": 1000, "probe_eval_games": 2, "probe_backend": "process", "probe_concurrency": 1}
+    return {"probe_budget_steps": 1000, "probe_eval_games": 2, "probe_backend": "process", "probe_concurrency": 2,
+            "probe_niceness": 0}
 
 
 def _probes_url(client, token: str, seed: int) -> str:
@@ -57,27 +58,39 @@ def test_a_flood_queues_at_most_the_quota_and_the_next_user_is_served_next(clien
     fair_probe = client.post(_probes_url(client, fair, seed=2), json={"budget_env_steps": 0}, headers=auth(fair))
     assert fair_probe.status_code == 202
     flooded = {a.json()["id"] for a in answers[:quota]}
-    started = _start_order(ProbeService(services, ProcessProbeBackend()), services, until=fair_probe.json()["id"])
-    assert started[-1] == fair_probe.json()["id"]
-    assert len(started) <= 2 and set(started[:-1]) <= flooded  # at most one of the flood went first
-
-
-def _start_order(service: ProbeService, services, until: int, timeout_s: float = 180.0) -> list[int]:
-    """Probe ids in the order the service started them, until probe ``until`` started."""
-    started: list[int] = []
-    deadline = time.monotonic() + timeout_s
+    # Two workers free: one round starts the flood's oldest probe and the next user's, not the
+    # flood's next two (later rounds order requesters by their last start, recorded here:
+    # test_requesters_are_served_in_turn). No probe has to finish, so none is waited for.
+    service = ProbeService(services, ProcessProbeBackend())
     try:
-        while until not in started:
-            assert time.monotonic() < deadline, f"started so far: {started}"
-            service.step()
-            with services.sessions() as session:
-                running = [p.id for p in repo.probes_by_status(session, "running")]
-                done = [p.id for p in repo.probes_by_status(session, "done") + repo.probes_by_status(session, "failed")]
-            started += [i for i in done + running if i not in started]
-            time.sleep(0.2)
+        service.step()
+        with services.sessions() as session:
+            waiting = {p.id for p in repo.probes_by_status(session, "queued")}
+            served = repo.last_started(session, ["flood", "fair"])
     finally:
         service.stop()
-    return started
+    assert fair_probe.json()["id"] not in waiting and len(waiting) == quota - 1 and waiting < flooded
+    assert served["flood"] is not None and served["fair"] is not None  # what the next round orders by
+
+
+def _probe(probe_id: int, requested_by: str) -> repo.ProbeInfo:
+    created = datetime(2026, 1, 1, tzinfo=UTC)
+    return repo.ProbeInfo(id=probe_id, agent_id=probe_id, env_id="connect_four-v3", budget_env_steps=0,
+                          eval_games=2, seed=0, status="queued", requested_by=requested_by, env_steps=0,
+                          games=None, wins=None, draws=None, losses=None, win_rate=None, ci_low=None,
+                          ci_high=None, error="", created_at=created, started_at=None, finished_at=None)
+
+
+def test_requesters_are_served_in_turn():
+    queued = [_probe(2, "flood"), _probe(3, "flood"), _probe(4, "fair"), _probe(5, "ada"), _probe(6, "fair")]
+    never = dict.fromkeys(["flood", "fair", "ada"])
+    # Nobody served yet: each requester's oldest first, whoever waited longest first, then the second round.
+    assert [p.id for p in in_turn(queued, never)] == [2, 4, 5, 3, 6]
+    # The flood's probe 1 just started, ada's long ago: fair (never) first, then ada, then the flood.
+    t = datetime(2026, 1, 2, tzinfo=UTC)
+    served = {"flood": t.replace(hour=12), "fair": None, "ada": t}
+    assert [p.id for p in in_turn(queued, served)] == [4, 5, 2, 6, 3]
+    assert in_turn([], served) == []
 
 
 @on_sqlite

@@ -25,7 +25,8 @@ sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 @sqlite_only
 def test_arena_probe_follows_the_probe_to_its_result(tmp_path: Path, migrated_db_url: str, redis_url: str):
     settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=migrated_db_url,
-                        redis_url=redis_url, probe_budget_steps=8192, probe_eval_games=20, probe_auto=False)
+                        redis_url=redis_url, probe_budget_steps=8192, probe_eval_games=20, probe_auto=False,
+                        probe_niceness=0)
     with open_services(settings) as services:
         server = LiveServer(create_app(services))
         probes = ProbeService(services, ProcessProbeBackend(), poll_s=0.1).start()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from pathlib import Path
 
@@ -25,9 +27,11 @@ sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
 @pytest.fixture
 def services(migrated_db_url, redis_url, tmp_path: Path):
+    # Probes at the service's own priority: a niced one gets a tenth of a CPU beside the
+    # other pytest worker (test_stopping_... checks that the niceness is applied).
     settings = Settings(data_dir=tmp_path, database_url=migrated_db_url, redis_url=redis_url,
                         probe_budget_steps=ONE_UPDATE, probe_eval_games=40, probe_concurrency=2,
-                        probe_queue_size=3, probe_backend="process")
+                        probe_queue_size=3, probe_backend="process", probe_niceness=0)
     with open_services(settings) as svc:
         yield svc
 
@@ -92,12 +96,18 @@ def test_stopping_terminates_running_probes_and_queues_them_again(services):
         agent_id = register_builtin_agents(session, C4, ["heuristic"])["heuristic"]
     probe, _ = queue_probe(services, agent_id, "admin", budget_env_steps=50_000_000, may_exceed_budget=True)
     backend = ProcessProbeBackend()
-    service = ProbeService(services, backend)
+    niced = dataclasses.replace(services, settings=services.settings.model_copy(update={"probe_niceness": 7}))
+    service = ProbeService(niced, backend)
     service.step()
     with services.sessions() as session:
         assert repo.get_probe(session, probe.id).status == "running"
     procs = list(backend._procs.values())
     assert len(procs) == 1 and procs[0].is_alive()
+    niceness = min(os.getpriority(os.PRIO_PROCESS, 0) + 7, 19)  # ARENA_PROBE_NICENESS below this process
+    deadline = time.monotonic() + 120
+    while os.getpriority(os.PRIO_PROCESS, procs[0].pid) != niceness:
+        assert time.monotonic() < deadline, "the probe process kept the server's priority"
+        time.sleep(0.05)
     service.stop()
     assert not procs[0].is_alive()
     with services.sessions() as session:

@@ -42,7 +42,7 @@ def boards(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
 def services(boards, embedded_redis: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
     settings = Settings(page_cache_s=0.0, data_dir=tmp_path_factory.mktemp("evaluation-data"), database_url=boards[0],
                         redis_url=embedded_redis.url.rsplit("/", 1)[0] + "/0", admin_token=ADMIN,
-                        probe_budget_steps=8192, probe_eval_games=20, probe_auto=False)
+                        probe_budget_steps=8192, probe_eval_games=20, probe_auto=False, probe_niceness=0)
     with open_services(settings) as opened:
         yield opened
         opened.sessions.dispose()
