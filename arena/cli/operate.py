@@ -137,15 +137,15 @@ def leaderboard(
                                            "instead of the local database."),
 ) -> None:
     """Print the leaderboard: mu, sigma, mu-3sigma, games, W/D/L."""
-    from arena.settings import get_settings
-    from arena.storage.wiring import open_database
-    from envs.registry import get_spec
-
-    if server:
+    if server:  # HTTP only: the local services (and torch, seconds of imports) stay unloaded
         from arena.cli.remote import remote_leaderboard
 
         remote_leaderboard(server, env, role, limit)
         return
+    from arena.settings import get_settings
+    from arena.storage.wiring import open_database
+    from envs.registry import get_spec
+
     try:
         spec = get_spec(env)
         sessions = open_database(get_settings())
