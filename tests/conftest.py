@@ -11,6 +11,10 @@ import os
 import pytest
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # local test cluster on loopback only
+# Ray starts its workers at nice 15: beside the other pytest worker (the same session, so
+# the same scheduler group) they got a few percent of a CPU, and a probe task that takes
+# 13 s at equal priority took 100 s (tests/evaluation/test_probes.py, two busy loops beside).
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 
 @pytest.fixture(scope="session")
