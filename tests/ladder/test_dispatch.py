@@ -101,7 +101,9 @@ def test_skill_recovery_orders_epsilon_heuristics(tmp_path):
     url = f"sqlite:///{tmp_path / 'arena.db'}"
     upgrade(url)
     ladder = _ladder(url, names, batch=2000)
-    ladder.run(InProcessRunner(), 20000)
+    # The order settles within a few thousand matches, then only fluctuates: at 8,000 tau
+    # was 0.93-1.0 over 11 ladder seeds (this one: 0.96), and 20,000 were no steadier.
+    ladder.run(InProcessRunner(), 8000)
     with ladder.sessions() as session:
         board = repo.board_rows(session, "connect_four-v3", "player")
     strength = {e.key: e.rating.mu for e in board}
