@@ -14,7 +14,8 @@ Run: ``python benchmarks/fingerprints.py [--steps 300] [--smoke]``; the last lin
 ``[agreement min, max, mean KL min, max]``), ``flagged`` (pair kind -> flagged share),
 ``hash_baseline_flagged`` (share of noisy copies the hash catches), ``fingerprint_ms``
 (one agent, 512 positions), ``positions_s`` (building each env's positions).
-``--smoke``: tic-tac-toe, one small MLP, 20 training steps (the suite's check that it runs).
+``--smoke``: tic-tac-toe, one small MLP, 20 training steps on 128 positions (the suite's check
+that it runs; building positions is most of its time).
 """
 
 from __future__ import annotations
@@ -49,12 +50,12 @@ def fresh(env: str, hidden: list[int], seed: int) -> tuple[Weights, object]:
     return random_init_checkpoint(env, "mlp", {"hidden": hidden}, seed=seed)
 
 
-def trained(env: str, hidden: list[int], seed: int, steps: int) -> Weights:
-    """``steps`` Adam steps imitating the heuristic on 1024 positions of seed ``77 + seed``."""
+def trained(env: str, hidden: list[int], seed: int, steps: int, positions: int = 1024) -> Weights:
+    """``steps`` Adam steps imitating the heuristic on ``positions`` positions of seed ``77 + seed``."""
     state, spec = fresh(env, hidden, seed)
     net = build_net(spec.arch, spec.hparams, spec.obs_shape, spec.num_actions)
     net.load_state_dict(state)
-    data = fingerprint_positions(env, "player", 1024, seed=77 + seed)
+    data = fingerprint_positions(env, "player", positions, seed=77 + seed)
     n = len(data)
     teacher = make_policy("heuristic", env)
     target = torch.as_tensor(teacher.act(data.obs, data.masks, MatchRng(np.arange(n), np.zeros(n), np.zeros(n))))
@@ -78,12 +79,13 @@ def fingerprint(state: Weights, spec, positions: Positions) -> np.ndarray:
     return policy_fingerprint(NeuralPolicy(LoadedCheckpoint(spec=spec, state_dict=state, sha256=sha)), positions)
 
 
-def pairs_of(env: str, hidden: list[int], steps: int, positions: Positions) -> dict[str, list[tuple]]:
+def pairs_of(env: str, hidden: list[int], steps: int, positions: Positions,
+             train_positions: int = 1024) -> dict[str, list[tuple]]:
     """``{pair kind: [(agreement, mean KL, same weights hash)]}`` for one env and MLP size."""
     state0, spec = fresh(env, hidden, 0)
     state1, _ = fresh(env, hidden, 1)
-    t0, t1 = trained(env, hidden, 0, steps), trained(env, hidden, 1, steps)
-    t0_longer = trained(env, hidden, 0, 2 * steps)
+    t0, t1 = (trained(env, hidden, seed, steps, train_positions) for seed in (0, 1))
+    t0_longer = trained(env, hidden, 0, 2 * steps, train_positions)
     fps: dict[bytes, np.ndarray] = {}
 
     def fp(state: Weights) -> np.ndarray:
@@ -116,6 +118,7 @@ def main() -> None:
     envs = ["tictactoe-v3"] if args.smoke else ["tictactoe-v3", "connect_four-v3"]
     sizes = [[8]] if args.smoke else [[8], [64, 64], [256, 256]]
     steps = 20 if args.smoke else args.steps
+    train_positions = 128 if args.smoke else 1024
     results: dict[str, list[tuple]] = {}
     positions_s, fingerprint_ms = {}, []
     for env in envs:
@@ -127,7 +130,7 @@ def main() -> None:
             state, spec = fresh(env, hidden, 0)
             fingerprint(state, spec, positions)
             fingerprint_ms.append((time.perf_counter() - start) * 1000)
-            for kind, rows in pairs_of(env, hidden, steps, positions).items():
+            for kind, rows in pairs_of(env, hidden, steps, positions, train_positions).items():
                 results.setdefault(kind, []).extend(rows)
     t = DEFAULT_THRESHOLDS
     print(f"clone fingerprints: {', '.join(envs)}; MLPs {sizes}; {len(positions)} positions; "
