@@ -44,7 +44,8 @@ class Clock:
 
 
 def _service(services, clock: Clock, pacing: PacingConfig) -> BackgroundService:
-    config = ServiceConfig(envs=(ENV,), batch_size=256, max_rate=1e12, pacing=pacing, seed=0)  # same games every run
+    # Same games every run; batches never sized by the measured (wall-clock) pace.
+    config = ServiceConfig(envs=(ENV,), batch_size=256, max_rate=1e12, pacing=pacing, seed=0, round_s=1e9)
     return BackgroundService(services, InProcessRunner(), config, clock=clock)
 
 
