@@ -433,8 +433,6 @@ class ArenaClient:
             InvalidSubmission: The downloaded files do not validate (nothing is written).
             ArenaError: The files exist with other content and ``force`` is not set.
         """
-        from agents.checkpoint import atomic_write
-
         spec, sha = self.agent_spec(agent_id)
         weights_file, spec_file = _pulled_paths(Path(out_dir), stem or f"agent-{int(agent_id)}", spec)
         spec_bytes = (json.dumps(spec, indent=2) + "\n").encode()
@@ -443,6 +441,8 @@ class ArenaClient:
         if not force and (weights_file.exists() or spec_file.exists()):
             raise ArenaError(f"{weights_file} or {spec_file} exists with other content; pass force=True (--force) "
                              "to overwrite, or another --out folder")
+        from agents.checkpoint import atomic_write  # torch: only once there is something to validate and write
+
         data = self.agent_weights(agent_id)
         if sha and hashlib.sha256(data).hexdigest() != sha:
             raise ArenaError(f"agent {agent_id} changed while it was downloaded; try again")

@@ -53,6 +53,21 @@ def check_role(role: str) -> Role:
     return role  # type: ignore[return-value]
 
 
+def learner_names(roles: Sequence[str]) -> list[tuple[str, Role]]:
+    """``(learner name, role)`` per entry of a league's ``roles``: the role's name, numbered
+    when the role repeats (``main_exploiter0``, ``main_exploiter1``).
+
+    Raises:
+        ValueError: An unknown role, no role, or a main exploiter without a main agent.
+    """
+    checked = [check_role(r) for r in roles]
+    if not checked:
+        raise ValueError("a league needs at least one role")
+    if "main_exploiter" in checked and "main" not in checked:
+        raise ValueError("a main exploiter needs a main agent to exploit: add 'main' to the roles")
+    return [(r if checked.count(r) == 1 else f"{r}{checked[:i].count(r)}", r) for i, r in enumerate(checked)]
+
+
 @dataclass(frozen=True)
 class RoleConfig:
     """AlphaStar's constants, adjustable per league.

@@ -80,6 +80,17 @@ def train(
     """Train a league for N minutes with a live display, then rate every generation and plot it."""
     import time
 
+    from arena.settings import get_settings
+    from arena.training.state import LeagueDir
+    from league.roles import learner_names
+
+    role_list = tuple(r.strip() for r in roles.split(",") if r.strip())
+    try:
+        if not LeagueDir(get_settings().data_dir, name).exists():
+            learner_names(role_list)  # a new league's roster: wrong ones fail before torch loads
+    except ValueError as exc:
+        fail(str(exc))
+
     import torch
     from rich.live import Live
 
@@ -87,8 +98,7 @@ def train(
     from arena.training.trainer import LeagueConfig, LeagueTrainer
 
     torch.set_num_threads(threads)
-    config = LeagueConfig(name=name, env_id=env, minutes=minutes, seed=seed,
-                          roles=tuple(r.strip() for r in roles.split(",") if r.strip()))
+    config = LeagueConfig(name=name, env_id=env, minutes=minutes, seed=seed, roles=role_list)
     try:
         with open_services() as services:
             trainer = LeagueTrainer(services, config)
@@ -204,12 +214,20 @@ def hide_and_seek(
 def status(name: str = typer.Option("main", help="League name.")) -> None:
     """Show a saved league: learners, snapshots, ratings, files."""
     from arena.settings import get_settings
-    from arena.training.hide_and_seek.service import load_timeline
     from arena.training.state import LeagueDir
 
     league_dir = LeagueDir(get_settings().data_dir, name)
-    hs = load_timeline(get_settings().data_dir, name)
-    if hs is not None and not league_dir.exists():
+    if not league_dir.exists():
+        # A hide-and-seek league keeps its state in the same folder (torch and the league's
+        # modules load only when there is one to show).
+        hs = None
+        if league_dir.root.is_dir():
+            from arena.training.hide_and_seek.service import load_timeline
+
+            hs = load_timeline(get_settings().data_dir, name)
+        if hs is None:
+            fail(f"no league {name!r} under {league_dir.root.parent}; start one with "
+                 f"`arena league train --name {name}`")
         env_id, timeline = hs
         console.print(f"hide-and-seek league [bold]{name}[/] on {env_id}: {len(timeline.generations)} generations")
         console.print(phase_table(timeline, ("hider", "seeker"), f"league {name}: strategy phases"))
@@ -217,8 +235,6 @@ def status(name: str = typer.Option("main", help="League name.")) -> None:
             console.print(f"first {f.phase}: generation {f.generation}, match {f.match_id}")
         console.print(f"state: {league_dir.root}")
         return
-    if not league_dir.exists():
-        fail(f"no league {name!r} under {league_dir.root.parent}; start one with `arena league train --name {name}`")
     state = league_dir.load_state()
     console.print(f"league [bold]{state.name}[/] on {state.env_id}: {state.runs} runs, "
                   f"{state.seconds / 60:.1f} min trained, {state.updates} updates, {state.env_steps:,} env steps")

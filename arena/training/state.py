@@ -9,7 +9,8 @@ Layout under ``<data_dir>/leagues/<name>/``::
     ratings.png                      ratings per generation (written after evaluation)
 
 Tensors are written before ``state.json`` (each file atomically), so the JSON always
-describes tensors that exist: a crash mid-save resumes from the previous save.
+describes tensors that exist: a crash mid-save resumes from the previous save. torch is
+imported only to read or write them: ``arena league status`` reads the JSON alone.
 """
 
 from __future__ import annotations
@@ -18,15 +19,13 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import safetensors.torch
-import torch
-from safetensors.torch import load as load_safetensors_bytes  # tensors only, never code
-
-from agents.checkpoint import atomic_write
 from league.matchmaking import WinRateTable
 from league.phases import PhaseTimeline
+
+if TYPE_CHECKING:
+    import torch
 
 FORMAT_VERSION = 1
 
@@ -163,12 +162,20 @@ class LeagueDir:
         return LeagueState.from_json(json.loads(self.state_path.read_text()))
 
     def save_tensors(self, learner: str, tensors: dict[str, torch.Tensor], initial: bool = False) -> None:
+        import safetensors.torch
+
+        from agents.checkpoint import atomic_write
+
         data = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
         atomic_write(self.tensors_path(learner, initial), safetensors.torch.save(data))
 
     def load_tensors(self, learner: str, initial: bool = False) -> dict[str, torch.Tensor]:
+        from safetensors.torch import load as load_safetensors_bytes  # tensors only, never code
+
         return load_safetensors_bytes(self.tensors_path(learner, initial).read_bytes())
 
     def save_state(self, state: LeagueState) -> None:
         """Write ``state.json`` (after the tensors it refers to)."""
+        from agents.checkpoint import atomic_write
+
         atomic_write(self.state_path, json.dumps(state.to_json(), indent=1).encode())

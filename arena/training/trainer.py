@@ -47,6 +47,7 @@ from league.roles import (
     check_role,
     current_main_id,
     expected_win_rate,
+    learner_names,
     opponent_distribution,
     reset_after_snapshot,
     snapshot_name,
@@ -102,12 +103,7 @@ class LeagueTrainer:
         return [*self.baselines, SELF, *mains]
 
     def _learner_names(self) -> list[tuple[str, str]]:
-        roles = [check_role(r) for r in self.cfg.roles]
-        if not roles:
-            raise ValueError("a league needs at least one role")
-        if "main_exploiter" in roles and "main" not in roles:
-            raise ValueError("a main exploiter needs a main agent to exploit: add 'main' to the roles")
-        return [(r if roles.count(r) == 1 else f"{r}{roles[:i].count(r)}", r) for i, r in enumerate(roles)]
+        return learner_names(self.cfg.roles)
 
     def _create(self) -> LeagueState:
         def create(session: Session) -> int:

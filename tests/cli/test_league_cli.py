@@ -6,7 +6,7 @@ from tests.cli.test_ladder_cli import run
 
 
 def test_league_train_then_status(tmp_path):
-    res = run("league", "train", "--env", "tictactoe-v3", "--minutes", "0.05", "--name", "cli",
+    res = run("league", "train", "--env", "tictactoe-v3", "--minutes", "0.01", "--name", "cli",
               "--roles", "main,main_exploiter", "--eval-matches", "6", "--threads", "1",
               data_dir=tmp_path, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr

@@ -8,6 +8,7 @@ import stat
 import pytest
 
 from agents.checkpoint import load_checkpoint
+from agents.neural import write_checkpoint
 from tests.client.live import run_cli
 from tests.client.test_roundtrip import BUILTINS, C4, play_ladder
 
@@ -58,7 +59,7 @@ def test_user_create_init_submit_show_delete(arena, cli_home):
 
 @sqlite_only
 def test_bad_or_missing_token_exits_2_with_the_servers_reason(arena, cli_home):
-    assert run_cli("agent", "init", "--out", "bot.safetensors", home=cli_home).returncode == 0
+    write_checkpoint(cli_home / "bot.safetensors", C4, "mlp", {"hidden": [16]}, seed=0)  # `agent init`: above
     bad = run_cli("submit", "bot.safetensors", home=cli_home, server=arena.url, token="stolen-or-typo")
     assert bad.returncode == 2
     assert "invalid or revoked API token" in bad.stderr and "HTTP 401" in bad.stderr

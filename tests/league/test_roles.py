@@ -13,6 +13,7 @@ from league.roles import (
     check_role,
     current_main_id,
     expected_win_rate,
+    learner_names,
     opponent_distribution,
     reset_after_snapshot,
     snapshot_name,
@@ -125,6 +126,11 @@ def test_names_and_unknown_roles():
     assert snapshot_name("main", "league_exploiter", 3) == "main-league_exploiter-g3"
     with pytest.raises(ValueError, match="main_exploiter"):
         check_role("exploiter")
+    assert learner_names(["main", "main_exploiter", "main_exploiter"]) == [
+        ("main", "main"), ("main_exploiter0", "main_exploiter"), ("main_exploiter1", "main_exploiter")]
+    for roles, why in (([], "at least one role"), (["main_exploiter"], "add 'main'"), (["coach"], "unknown")):
+        with pytest.raises(ValueError, match=why):
+            learner_names(roles)
 
 
 def test_win_rate_table_survives_json():
