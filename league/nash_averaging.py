@@ -29,8 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import null_space
-from scipy.optimize import linprog, minimize
 
 from league.headtohead import HeadToHead
 
@@ -58,6 +56,8 @@ class NashAverage:
 
 def _max_support(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of the supports of all equilibria, and a strictly positive equilibrium on it."""
+    from scipy.optimize import linprog  # loaded on first use: the service starts without it
+
     n = len(a)
     a_eq, b_eq = np.ones((1, n)), [1.0]
     support = np.zeros(n, dtype=bool)
@@ -96,6 +96,8 @@ def max_entropy_nash(payoff: np.ndarray) -> np.ndarray:
         raise ValueError(f"payoff must be a non-empty square matrix, got shape {a.shape}")
     if not np.isfinite(a).all() or not np.allclose(a, -a.T, atol=1e-12):
         raise ValueError("payoff must be finite and antisymmetric (payoff == -payoff.T)")
+    from scipy.linalg import null_space
+
     support, start = _max_support(a)
     s, out = np.flatnonzero(support), np.flatnonzero(~support)
     basis = null_space(np.vstack([a[np.ix_(s, s)], np.ones((1, s.size))]))
@@ -112,6 +114,7 @@ def max_entropy_nash(payoff: np.ndarray) -> np.ndarray:
 
 def _maximise_entropy(p0: np.ndarray, basis: np.ndarray, a_out: np.ndarray) -> np.ndarray:
     """Maximise ``H(p0 + basis z)`` over ``z`` with ``p >= 0`` and ``a_out p <= 0``."""
+    from scipy.optimize import minimize
 
     def negative_entropy(z: np.ndarray) -> tuple[float, np.ndarray]:
         p = np.clip(p0 + basis @ z, 1e-300, None)

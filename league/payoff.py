@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
 
 __all__ = ["ZeroSumSolution", "nash_mixture", "solve_zero_sum", "win_rates"]
 
@@ -71,6 +70,8 @@ def win_rates(
 
 def _maximin(payoff: np.ndarray) -> tuple[np.ndarray, float]:
     """The row player's maximin mixture of ``payoff`` and its guaranteed value."""
+    from scipy.optimize import linprog  # loaded on first use: the service starts without it
+
     m, n = payoff.shape
     # Variables (x_1..x_m, v): maximize v subject to (x^T A)_j >= v for every column j,
     # sum(x) = 1, x >= 0, v free.

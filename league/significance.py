@@ -17,7 +17,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import binom
 
 from league.ratings import Z95
 
@@ -51,6 +50,8 @@ def sign_test(wins: float | np.ndarray, losses: float | np.ndarray) -> float | n
 
     Element-wise on arrays; no decisive games gives 1.
     """
+    from scipy.stats import binom  # loaded on first use: importing scipy.stats costs ~0.4 s
+
     w = np.rint(np.asarray(wins, dtype=np.float64))
     n = w + np.rint(np.asarray(losses, dtype=np.float64))
     p = binom.sf(w - 1, n, 0.5)
