@@ -39,12 +39,26 @@ def wait_for(predicate, what: str, logs: list[Path], timeout: float = 240.0):
         if time.monotonic() > deadline:
             tails = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in logs)
             raise AssertionError(f"timed out waiting for {what}\n{tails}")
-        time.sleep(1.0)
+        time.sleep(0.25)
 
 
-def top_agent(url: str) -> int | None:
+def popen_taking_ctrl_c(*args, **kwargs) -> subprocess.Popen:
+    """``Popen`` whose command takes Ctrl-C (SIGINT) even where this process ignores it, as a
+    runner's background job does: an ignored SIGINT stays ignored across exec, and Python
+    then installs no KeyboardInterrupt, so the command would never stop."""
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
-        rows = httpx.get(f"{url}/api/v1/leaderboard", params={"env": ENV, "limit": 3}, timeout=10).json()["data"]
+        return subprocess.Popen(*args, **kwargs)
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def top_agent(http: httpx.Client) -> int | None:
+    try:
+        rows = http.get("/api/v1/leaderboard", params={"env": ENV, "limit": 3}).json()["data"]
     except (httpx.HTTPError, KeyError, ValueError):
         return None
     return rows[0]["agent_id"] if rows else None
@@ -64,21 +78,23 @@ def test_a_connected_negamax_takes_first_place_on_the_demo_board(tmp_path):
         serve = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", "--workers", "0", "--port", str(port)],
                                  env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     connect = None
+    http = httpx.Client(base_url=url, timeout=10)  # one client for the polling: httpx.get builds a TLS context each
     try:
-        wait_for(lambda: top_agent(url), "the demo board", logs)
-        token = httpx.post(f"{url}/api/v1/users", json={"name": "searcher"}).json()["token"]
+        wait_for(lambda: top_agent(http), "the demo board", logs)
+        token = http.post("/api/v1/users", json={"name": "searcher"}).json()["token"]
         with connect_log.open("wb") as out:
-            connect = subprocess.Popen(
+            connect = popen_taking_ctrl_c(
                 [sys.executable, "-m", "arena.cli", "connect", "examples/connect_four_negamax.py:act", "--env", ENV,
                  "--name", "negamax", "--server", url, "--token", token],
                 env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-        agents = wait_for(lambda: httpx.get(f"{url}/api/v1/agents", params={"owner": "searcher"}).json()["data"],
+        agents = wait_for(lambda: http.get("/api/v1/agents", params={"owner": "searcher"}).json()["data"],
                           "the agent's registration", logs)
         negamax = agents[0]["id"]
-        wait_for(lambda: top_agent(url) == negamax, "negamax in first place", logs, timeout=420)
-        agent = httpx.get(f"{url}/api/v1/agents/{negamax}").json()
+        wait_for(lambda: top_agent(http) == negamax, "negamax in first place", logs, timeout=420)
+        agent = http.get(f"/api/v1/agents/{negamax}").json()
         assert agent["kind"] == "connected" and agent["ratings"][0]["games"] > 0
     finally:
+        http.close()
         if connect is not None:
             connect.send_signal(signal.SIGINT)
             connect.wait(30)

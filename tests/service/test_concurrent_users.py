@@ -1,13 +1,17 @@
 """16 users at once against a real ``arena serve`` whose demo ladder is writing.
 
 The real command in a subprocess (in-process match workers, the embedded Redis) on
-SQLite and on PostgreSQL (``ARENA_DATABASE_URL`` to a fresh schema). Once the ladder is
-recording, 16 threads each sign up, submit a small MLP, challenge a demo agent, read
-the boards and pages, retire their own agent and try to retire someone else's. No
-request may fail with a server error (the regression: SQLite's "database is locked"
-answered as HTTP 500 while the ladder wrote), and nobody may retire another user's
-agent. The service runs with its default abuse limits: 16 sign-ups and ~10 writes per
-user stay under every one of them.
+SQLite and on PostgreSQL (``ARENA_DATABASE_URL`` to a fresh schema). Its one ladder is
+the board the users play on (``ARENA_ENVS``: the other boards' demo networks took half
+the test to validate before the first match), played flat out (``ARENA_LADDER_SETTLE``
+false: a settled board rests, and a resting ladder writes nothing to race with). Once
+the ladder is recording, 16 threads each sign up, submit a small MLP, challenge a demo
+agent, read the boards and pages, retire their own agent and try to retire someone
+else's. No request may fail with a server error (the regression: SQLite's "database is
+locked" answered as HTTP 500 while the ladder wrote), the ladder must have recorded
+rated matches while the users were at it, and nobody may retire another user's agent.
+The service runs with its default abuse limits: 16 sign-ups and ~10 writes per user
+stay under every one of them.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import func, select
 
+from arena.storage.db import make_engine, models
 from arena.storage.redis_server import free_port
 from tests.api.helpers import checkpoint
 
@@ -33,16 +39,18 @@ ROOT = Path(__file__).resolve().parents[2]
 ENV = "tictactoe-v3"
 USERS = 16
 API = "/api/v1"
+TLS = httpx.create_ssl_context()
+"""One TLS context for every client (plain HTTP here; building one per client cost ~0.1 s each)."""
 
 
 class Serve:
     """``arena serve`` in a subprocess on ``database_url``, with its log in ``data_dir``."""
 
     def __init__(self, data_dir: Path, database_url: str) -> None:
-        env = {**os.environ, "ARENA_DATA_DIR": str(data_dir), "ARENA_DATABASE_URL": database_url,
-               "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-        for name in [k for k in env if k.startswith("ARENA_") and k not in ("ARENA_DATA_DIR", "ARENA_DATABASE_URL")]:
-            env.pop(name)  # default settings and limits; the embedded Redis
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}  # default limits; embedded Redis
+        env.update({"ARENA_DATA_DIR": str(data_dir), "ARENA_DATABASE_URL": database_url, "ARENA_ENVS": ENV,
+                    "ARENA_LADDER_SETTLE": "false", "PYTHONPATH": str(ROOT), "COLUMNS": "200"})
+        self.database = make_engine(database_url)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = data_dir / "serve.log"
@@ -54,6 +62,12 @@ class Serve:
     def output(self) -> str:
         self.log.flush()
         return self.log_path.read_text(errors="replace")[-4000:]
+
+    def rated_matches(self) -> int:
+        """Rated matches of ``ENV`` in the database (the ladder's; challenges are unrated)."""
+        with self.database.connect() as connection:
+            return connection.scalar(select(func.count()).select_from(models.Match)
+                                     .where(models.Match.env_id == ENV, models.Match.rated))
 
     def wait_for_ladder(self, client: httpx.Client, timeout: float = 120.0) -> None:
         """Until the demo ladder has recorded rated matches of ``ENV``."""
@@ -75,13 +89,14 @@ class Serve:
             return self.proc.wait(timeout=60)
         finally:
             self.log.close()
+            self.database.dispose()
 
 
 class User:
     """One user's session: every response it got, and its agent."""
 
     def __init__(self, url: str, index: int) -> None:
-        self.client = httpx.Client(base_url=url, timeout=120.0)
+        self.client = httpx.Client(base_url=url, timeout=120.0, verify=TLS)
         self.name = f"user{index:02d}"
         self.index = index
         self.token = ""
@@ -137,7 +152,7 @@ def server(tmp_path: Path, db_url: str):
 
 
 def test_sixteen_users_while_the_ladder_writes_get_no_server_errors(server: Serve):
-    with httpx.Client(base_url=server.url, timeout=60.0) as observer:
+    with httpx.Client(base_url=server.url, timeout=60.0, verify=TLS) as observer:
         server.wait_for_ladder(observer)
         demo_agent = next(a["id"] for a in observer.get(f"{API}/agents", params={"env": ENV, "limit": 200})
                           .json()["data"] if a["kind"] == "builtin")
@@ -156,11 +171,13 @@ def test_sixteen_users_while_the_ladder_writes_get_no_server_errors(server: Serv
             user.retire(own=True, other=demo_agent)
 
         threads = [threading.Thread(target=life, args=(u,), name=u.name) for u in users]
+        rated_before = server.rated_matches()
         for t in threads:
             t.start()
         for t in threads:
             t.join(timeout=300)
         assert not any(t.is_alive() for t in threads), "a user hung"
+        rated_during = server.rated_matches() - rated_before
         final = {a["id"]: a for a in observer.get(f"{API}/agents", params={"env": ENV, "limit": 200})
                  .json()["data"]}
     for user in users:
@@ -171,6 +188,7 @@ def test_sixteen_users_while_the_ladder_writes_get_no_server_errors(server: Serv
     errors = [r for r in responses if r[1] >= 500]
     codes = Counter(code for _, code, _ in responses)
     assert not errors, f"{len(errors)} of {len(responses)} responses were server errors ({dict(codes)}): {errors[:5]}"
+    assert rated_during > 0, "the ladder recorded nothing while the users were at it"
     lost = {u.name: u.responses for u in users if u.agent_id is None}
     assert not lost, f"users without an agent, and what they were answered: {lost}"
     for user in users:
