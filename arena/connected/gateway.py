@@ -28,7 +28,7 @@ from typing import Any
 
 import msgpack
 import redis.asyncio as aredis
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketDisconnected
 
 from arena.connected.broker import PRESENCE_TTL_S, REPLY_TTL_S, Presence, reply_envelope
 from arena.connected.protocol import (
@@ -115,7 +115,11 @@ class Connection:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
             for task in done:
-                if task.exception() and not isinstance(task.exception(), WebSocketDisconnect | ConnectionError):
+                # The socket is gone (the client left, or a task here closed it): the first send
+                # after that fails with WebSocketDisconnect, another task's next one with
+                # WebSocketDisconnected. Neither is an error of the server's.
+                gone = WebSocketDisconnect | WebSocketDisconnected | ConnectionError
+                if task.exception() and not isinstance(task.exception(), gone):
                     log.warning("connection of agent %d ended: %r", self.agent_id, task.exception())
         finally:
             await asyncio.shield(self._release())

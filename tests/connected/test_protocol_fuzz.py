@@ -4,10 +4,12 @@ an error or a close code of its own, never an internal error, and keeps serving.
 Hypothesis generates message sequences: arbitrary maps and values (hello, answer and
 ping shapes with wrong field types, unknown types, nested junk, oversized lists, raw
 bytes that are not msgpack), sent as binary or text frames, to a live server, before
-and after a valid hello, while the engine asks the agent for decisions. Afterwards the
-socket must have closed with one of the protocol's codes (or stayed open), the API
-must still answer, the agent's presence must be released, and the matches asked in
-the meantime must each have ended with a recorded reason.
+and after a valid hello, while the engine asks the agent for decisions. A valid ``ping``
+follows each sequence: the server handles a connection's frames in order, so its
+``pong`` (or a close) is its verdict on everything before it. The socket must have
+closed with one of the protocol's codes, or stayed open and answered that ping; the
+API must still answer, the agent's presence must be released, and the matches asked
+in the meantime must each have ended with a recorded reason.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from arena.connected.time_controls import TimeControl
 from tests.connected.test_hostile_clients import play, ws_url
 
 PROTOCOL_CLOSES = {1000, 1001, 1009, 4400, 4401, 4403, 4404, 4408, 4409, 4429}
+PING = msgpack.packb({"type": "ping"})
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), st.floats(allow_nan=True),
                     st.text(max_size=40), st.binary(max_size=40))
@@ -41,6 +44,14 @@ messages = st.one_of(
     st.dictionaries(st.text(max_size=8), values, max_size=5),
     values,
 )
+
+
+def is_pong(raw: bytes | str) -> bool:
+    try:
+        message = msgpack.unpackb(raw, raw=False) if isinstance(raw, bytes) else json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("type") == "pong"
 
 
 def frame(message, as_text: bool) -> bytes | str:
@@ -74,10 +85,10 @@ def test_no_message_breaks_the_server(live, caplog):
             try:
                 for message, as_text in sequence:
                     ws.send(frame(message, as_text))
-                while True:
-                    ws.recv(timeout=0.3)
-            except TimeoutError:
-                codes.append(None)
+                ws.send(PING)
+                while not is_pong(ws.recv(timeout=10)):  # welcome, errors, the engine's requests
+                    pass
+                codes.append(None)  # still open, and still answering
             except ConnectionClosed as closed:
                 codes.append(closed.rcvd.code if closed.rcvd else None)
         deadline = time.monotonic() + 5  # the presence goes with the socket
