@@ -68,6 +68,8 @@ class Args:
     """MaskablePPO rollout length per env"""
     batch_size: int = 256
     """MaskablePPO minibatch size"""
+    n_epochs: int = 10
+    """MaskablePPO passes over each rollout (SB3's default, 10)"""
     seed: int = 0
     """seed of the network, the envs and the draws"""
     run_dir: str = "league-sb3"
@@ -101,8 +103,8 @@ def make_envs(args: Args, names: list[str], outcomes: list[tuple[str, float]], r
 
 def load_model(args: Args, envs: DummyVecEnv, weights: Path) -> MaskablePPO:
     """A fresh MaskablePPO, with the saved policy tensors if there are any (resuming)."""
-    model = MaskablePPO("MlpPolicy", envs, n_steps=args.n_steps, batch_size=args.batch_size, seed=args.seed,
-                        verbose=0)
+    model = MaskablePPO("MlpPolicy", envs, n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
+                        seed=args.seed, verbose=0)
     if weights.exists():
         model.policy.load_state_dict(load_file(str(weights)))
     return model
@@ -118,6 +120,7 @@ def parse_args() -> Args:
 if __name__ == "__main__":
     args = parse_args()
     torch.manual_seed(args.seed)
+    torch.set_num_threads(1)  # a small MLP: extra threads only contend for the cores the envs use
     run_dir = Path(args.run_dir) / args.league
     run_dir.mkdir(parents=True, exist_ok=True)
     weights, me = run_dir / "model.safetensors", run_dir / "me.onnx"

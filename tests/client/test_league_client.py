@@ -79,7 +79,8 @@ def test_the_sb3_example_trains_pushes_and_resumes(arena, tmp_path):
     token = _token(arena.url, "ada")
     command = [sys.executable, str(REPO_ROOT / "examples" / "league_sb3.py"), "--server", arena.url, "--token", token,
                "--league", "sb3", "--env-id", TTT, "--steps-per-round", "256", "--num-envs", "4", "--n-steps", "64",
-               "--batch-size", "64", "--opponents-per-round", "4", "--run-dir", str(tmp_path / "runs")]
+               "--batch-size", "64", "--n-epochs", "1", "--opponents-per-round", "4",
+               "--run-dir", str(tmp_path / "runs")]
     env = {**os.environ, "ARENA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO_ROOT)}
     first = subprocess.run([*command, "--rounds", "2"], capture_output=True, text=True, timeout=600, env=env,
                            cwd=tmp_path, check=False)

@@ -87,13 +87,14 @@ league.run(10.0, max_generations=1000)
 
 @pytest.mark.slow
 def test_league_resumes_after_a_kill(redis_url: str, tmp_path: Path) -> None:
+    torch.set_num_threads(1)
     state = tmp_path / "leagues" / "killed" / "hide_and_seek.json"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT, redis_url, str(tmp_path)], cwd=REPO, env=env)
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and proc.poll() is None:
-            if state.is_file() and len(json.loads(state.read_text())["generations"]) >= 3:
+            if state.is_file() and len(json.loads(state.read_text())["generations"]) >= 2:  # 0 and a trained 1
                 break
             time.sleep(0.2)
         assert proc.poll() is None, "the league stopped on its own"
@@ -104,8 +105,8 @@ def test_league_resumes_after_a_kill(redis_url: str, tmp_path: Path) -> None:
             proc.kill()
     saved = json.loads(state.read_text())
     league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("killed"))
-    assert league.resumed and len(league.generations) == len(saved["generations"]) >= 3
-    assert league.trainer.updates == saved["updates"]
+    assert league.resumed and len(league.generations) == len(saved["generations"]) >= 2
+    assert league.trainer.updates == saved["updates"] > 0
     n = len(league.generations)
     league.run(5.0, max_generations=n + 1)
     assert [s.generation for s in league.generations] == list(range(n + 1))
