@@ -29,7 +29,7 @@ CHECKS = [
     schemathesis.checks.response_headers_conformance,
     schemathesis.checks.response_schema_conformance,
 ]
-EXAMPLES = {GenerationMode.POSITIVE: 25, GenerationMode.NEGATIVE: 25}
+EXAMPLES = {GenerationMode.POSITIVE: 15, GenerationMode.NEGATIVE: 15}
 
 
 def fuzz(operation, mode: GenerationMode, headers: dict[str, str]) -> None:
