@@ -30,12 +30,12 @@ rate passed 0.5 for fort and ramp defense, 0.3 for ramp use; ``null`` if none),
 ``phases_in_order`` (fort, then ramp use, then ramp defense, each first reached in that
 order), ``hider_mu`` / ``seeker_mu``, ``config`` (sizes, ``rewards``: ``team`` or
 ``shaped``, the ``bonuses``, the ``start_state_curriculum``, ``gamma``, ``critic``:
-``local`` or ``central``, ``transitions_per_update``: num_envs x steps x agents, 25,600 by
+``central`` (the default) or ``local``, ``transitions_per_update``: num_envs x steps x agents, 25,600 by
 default on CPUs, 409,600 with the GPU preset's 2,048 envs). With ``--ablation`` the
 honest run's keys, plus ``ablation.shaped``: the shaped run's.
 
     nice python benchmarks/hide_and_seek.py --minutes 60 --data-dir runs/hs-honest   # the headline
-    nice python benchmarks/hide_and_seek.py --minutes 60 --critic central   # a centralized critic
+    nice python benchmarks/hide_and_seek.py --minutes 60 --critic local   # critics on each agent's own view
     nice python benchmarks/hide_and_seek.py --ablation --minutes 60   # honest, then shaped: two hours
     python benchmarks/hide_and_seek.py --smoke   # seconds, tiny sizes: checks that it runs (the suite's)
     python benchmarks/hide_and_seek.py --scripted   # no training: is ramp defense feasible at all?
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> dict:
                    help="discount per step, < 1 (OpenAI's 0.998 at most)")
     p.add_argument("--critic", choices=CRITICS, default=None,
                    help=f"local: each critic sees its agent's observation; central: plus the full state "
-                        f"(default {HideAndSeekPPOConfig.critic}; central with --smoke)")
+                        "(default central)")
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--minibatches", type=int, default=None,
                    help="per pass over each team's samples (default 6, about 1,900 hider samples each; 12 on a GPU)")
@@ -315,9 +315,8 @@ def main(argv: list[str] | None = None) -> dict:
     if args.smoke:
         args.minutes, args.num_envs, args.minibatches, args.epochs, args.device, args.threads = \
             0.15, 16, 4, 1, "cpu", 1
-        args.critic = args.critic or "central"  # the suite's other tests cover the local critic
         args.updates_per_generation, args.eval_episodes = 1, 8
-    args.critic = args.critic or HideAndSeekPPOConfig.critic
+    args.critic = args.critic or default_v1_ppo().critic
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(args.threads)
     gpu = torch.cuda.is_available() and args.device in ("auto", "cuda")

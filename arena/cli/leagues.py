@@ -154,8 +154,8 @@ def hide_and_seek(
                                 "league; default: the game's team reward alone)."),
     gamma: float = typer.Option(0.99, min=0.0, max=0.999999, help="Discount per step, e.g. OpenAI's 0.998 (a "
                                 "new league)."),
-    critic: str = typer.Option("local", help="What each team's critic sees: local (its agent's observation) or "
-                               "central (plus the full state and the agent's index; a new league)."),
+    critic: str = typer.Option("central", help="What each team's critic sees: central (its agent's observation, "
+                               "the full state and the agent's index) or local (the observation; a new league)."),
 ) -> None:
     """Train the hider/seeker league (hide_and_seek-v1) and publish its strategy timeline after each generation.
 

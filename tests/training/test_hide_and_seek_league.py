@@ -37,6 +37,13 @@ def tiny(name: str = "tiny") -> HideAndSeekLeagueConfig:
     return HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=1, eval_episodes=16)
 
 
+def tiny_local(name: str) -> HideAndSeekLeagueConfig:
+    """:func:`tiny` with the local critic: every league saved before the critic choice had one."""
+    cfg = tiny(name)
+    cfg.ppo = replace(cfg.ppo, critic="local")
+    return cfg
+
+
 def make_pool(redis_url: str, tmp_path: Path) -> RedisSnapshotPool:
     return RedisSnapshotPool(connect_redis(redis_url), FileSnapshotStore(tmp_path / "snapshots"))
 
@@ -168,7 +175,7 @@ def as_first_version(state: dict) -> dict:
 
 def test_a_league_saved_before_states_were_versioned_resumes(redis_url: str, tmp_path: Path) -> None:
     torch.set_num_threads(1)
-    league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("old"))
+    league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny_local("old"))
     league.run(5.0, max_generations=2)
     path = tmp_path / "leagues" / "old" / STATE_FILE
     saved = json.loads(path.read_text())
@@ -197,7 +204,7 @@ def test_a_central_critic_league_resumes_and_a_version_2_state_keeps_its_local_c
     assert again.cfg.ppo.critic == "central" and again.cfg.ppo.gamma == 0.998
     critics = [lg.trainer.models["seeker"].critic.parameters() for lg in (league, again)]
     assert all(torch.equal(x, y) for x, y in zip(*critics, strict=True))
-    local = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("v2"))
+    local = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny_local("v2"))
     path = tmp_path / "leagues" / "v2" / STATE_FILE
     saved = json.loads(path.read_text())
     del saved["config"]["ppo"]["critic"]
