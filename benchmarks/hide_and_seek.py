@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--gamma", type=float, default=HideAndSeekPPOConfig.gamma,
                    help="discount per step, < 1 (OpenAI's 0.998 at most)")
     p.add_argument("--critic", choices=CRITICS, default=None,
-                   help=f"local: each critic sees its agent's observation; central: plus the full state "
+                   help="local: each critic sees its agent's observation; central: plus the full state "
                         "(default central)")
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--minibatches", type=int, default=None,
