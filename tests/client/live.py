@@ -4,6 +4,7 @@ service as ``arena serve`` runs it), and the CLI in a subprocess."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +21,20 @@ from arena.storage.wiring import Services
 
 ARENA = [sys.executable, "-m", "arena.cli"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def popen_taking_ctrl_c(*args, **kwargs) -> subprocess.Popen:
+    """``Popen`` whose command takes Ctrl-C (SIGINT) even where this process ignores it, as a
+    runner's background job does: an ignored SIGINT stays ignored across exec, and Python
+    then installs no KeyboardInterrupt, so the command would never stop."""
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        return subprocess.Popen(*args, **kwargs)
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class LiveServer:

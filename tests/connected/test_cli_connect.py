@@ -19,7 +19,7 @@ import typer
 
 from arena.cli.connect import load_function
 from arena.client import ArenaClient, ArenaHTTPError
-from tests.client.live import ARENA, REPO_ROOT, run_cli
+from tests.client.live import ARENA, REPO_ROOT, popen_taking_ctrl_c, run_cli
 from tests.connected.test_live_protocol import ENV, first_legal, play, wait_online
 
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -36,10 +36,11 @@ FIRST_LEGAL = textwrap.dedent("""
 
 
 def start_cli(*args: str, home: Path, server: str, token: str) -> subprocess.Popen:
-    """``arena ARGS`` running in the background, as :func:`tests.client.live.run_cli` runs it."""
+    """``arena ARGS`` running in the background, as :func:`tests.client.live.run_cli` runs it
+    (taking Ctrl-C even where the test runner ignores it)."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "COLUMNS": "200",
            "PYTHONPATH": str(REPO_ROOT), "ARENA_SERVER": server, "ARENA_TOKEN": token}
-    return subprocess.Popen([*ARENA, *args], cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return popen_taking_ctrl_c([*ARENA, *args], cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 
 

@@ -23,6 +23,7 @@ from arena.ladder.recorder import rebuild_ratings
 from arena.storage.db import make_engine, session_factory
 from arena.storage.redis_server import free_port
 from envs.registry import get_spec
+from tests.client.live import popen_taking_ctrl_c
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
@@ -40,20 +41,6 @@ def wait_for(predicate, what: str, logs: list[Path], timeout: float = 240.0):
             tails = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in logs)
             raise AssertionError(f"timed out waiting for {what}\n{tails}")
         time.sleep(0.25)
-
-
-def popen_taking_ctrl_c(*args, **kwargs) -> subprocess.Popen:
-    """``Popen`` whose command takes Ctrl-C (SIGINT) even where this process ignores it, as a
-    runner's background job does: an ignored SIGINT stays ignored across exec, and Python
-    then installs no KeyboardInterrupt, so the command would never stop."""
-    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    if ignored:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-    try:
-        return subprocess.Popen(*args, **kwargs)
-    finally:
-        if ignored:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def top_agent(http: httpx.Client) -> int | None:
