@@ -279,9 +279,9 @@ def main(argv: list[str] | None = None) -> dict:
                    help="episodes per update (default 128: 25,600 transitions; on a GPU 2048: 409,600)")
     p.add_argument("--gamma", type=float, default=HideAndSeekPPOConfig.gamma,
                    help="discount per step, < 1 (OpenAI's 0.998 at most)")
-    p.add_argument("--critic", choices=CRITICS, default=None,
-                   help="local: each critic sees its agent's observation; central: plus the full state "
-                        "(default central)")
+    p.add_argument("--critic", choices=CRITICS, default=default_v1_ppo().critic,
+                   help=f"local: each critic sees its agent's observation; central: plus the full state "
+                        f"(default {default_v1_ppo().critic})")
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--minibatches", type=int, default=None,
                    help="per pass over each team's samples (default 6, about 1,900 hider samples each; 12 on a GPU)")
@@ -316,7 +316,6 @@ def main(argv: list[str] | None = None) -> dict:
         args.minutes, args.num_envs, args.minibatches, args.epochs, args.device, args.threads = \
             0.15, 16, 4, 1, "cpu", 1
         args.updates_per_generation, args.eval_episodes = 1, 8
-    args.critic = args.critic or default_v1_ppo().critic
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(args.threads)
     gpu = torch.cuda.is_available() and args.device in ("auto", "cuda")

@@ -22,8 +22,8 @@ def default_v1_ppo(seed: int = 0, shaped: bool = False) -> HideAndSeekPPOConfig:
             own team reward alone.
 
     The critic is ``central`` (it sees the full state; each actor its own view): on two CPUs
-    the honest league's forts and ramp use rose faster with it than with the ``local`` one
-    at equal env steps (docs/leagues.md, "Scale").
+    the honest league's forts rose faster with it than with the ``local`` one at equal env
+    steps, on both seeds measured (docs/leagues.md, "The honest headline").
     """
     return HideAndSeekPPOConfig(
         env_id="hide_and_seek-v1", size=9, n_doors=None, layout="quadrant", seekers_by_door=False,
