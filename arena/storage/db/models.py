@@ -57,6 +57,21 @@ class User(Base):
     name: Mapped[str] = mapped_column(String(64), unique=True)
     is_admin: Mapped[bool] = mapped_column(default=False, server_default=false())
     created_at: Mapped[datetime] = _created_at()
+    # The argon2id hash of the password for signing in on the site (arena.api.passwords);
+    # None: a user made through the API who signs in with a token only.
+    password_hash: Mapped[str | None] = mapped_column(String(255))
+
+
+class WebSession(Base):
+    """A signed-in browser: the sha256 hex of the random id its cookie carries, until ``expires_at``."""
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    session_hash: Mapped[str] = mapped_column(SHA256, unique=True)
+    created_at: Mapped[datetime] = _created_at()
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
 
 
 class ApiToken(Base):

@@ -13,6 +13,7 @@ from arena.storage.db import Base, current_revision, downgrade, head_revision, m
 TABLES = {
     "users", "api_tokens", "envs", "leagues", "snapshots", "agents", "matches",
     "match_participants", "ratings", "rating_events", "match_queue", "league_generations", "probes",
+    "web_sessions",
 }
 
 
@@ -30,7 +31,7 @@ def test_upgrade_from_empty_to_head_creates_every_table(db_url):
 
     upgrade(db_url)
 
-    assert current_revision(db_url) == head_revision() == "0009_published"
+    assert current_revision(db_url) == head_revision() == "0010_accounts"
     assert _tables(db_url) == TABLES | {"alembic_version"}
 
 
