@@ -5,7 +5,7 @@ initialisation), networks briefly trained to imitate the env's heuristic (Adam o
 positions of another seed), and copies of both with gaussian weight noise (1e-4, 1e-3,
 1e-2: "retrained" resubmissions). Every pair kind is fingerprinted on the env's 512
 positions (``arena.evaluation.fingerprint_positions``) and compared as the service does
-(``league.fingerprints``: agreement, mean symmetric KL, the default thresholds). The
+(``league.evaluation.fingerprints``: agreement, mean symmetric KL, the default thresholds). The
 baseline is what the service had before: a copy is caught only when its weights hash to
 the original's (``get_agent_by_weights``), which no noisy copy does.
 
@@ -40,7 +40,7 @@ from agents.neural import NeuralPolicy, random_init_checkpoint
 from agents.policy import MatchRng
 from arena.evaluation.fingerprint_positions import Positions, fingerprint_positions
 from arena.evaluation.fingerprints import policy_fingerprint
-from league.fingerprints import DEFAULT_THRESHOLDS, similarity
+from league.evaluation.fingerprints import DEFAULT_THRESHOLDS, similarity
 
 NOISE = (1e-4, 1e-3, 1e-2)
 Weights = dict[str, torch.Tensor]

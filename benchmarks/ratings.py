@@ -28,8 +28,8 @@ import trueskill
 # Lets the script run from a checkout without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from league.ratings import Rating, RatingEnv
-from league.ratings_fast import rate_1v1_arrays, rate_1v1_fast
+from league.ratings.closed_form import rate_1v1_arrays, rate_1v1_fast
+from league.ratings.rating import Rating, RatingEnv
 
 
 def best_time(fn: Callable[[], np.ndarray], repeats: int) -> tuple[float, np.ndarray]:

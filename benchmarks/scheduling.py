@@ -7,16 +7,16 @@ order of the level (``--verify`` checks it against a round-robin). ``--board
 epsilon`` uses ``heuristic:epsilon=x`` for 50 evenly spaced x instead (3.5 logits in
 all: too narrow for any scheduler to gain much, see docs/scheduling.md).
 
-Both schedulers start from an empty :class:`~league.rating_book.RatingBook` and play
+Both schedulers start from an empty :class:`~league.ratings.book.RatingBook` and play
 batches of ``--batch`` matches on one :class:`~arena.engine.MatchEngine` (runs are
 played in lockstep, their batches side by side in one engine call; every match's
 result depends only on its own seed). After every batch the board is *resolved* when
-every agent's rank range (:func:`league.ranking.rank_ranges` of the 95% intervals
+every agent's rank range (:func:`league.ratings.ranking.rank_ranges` of the 95% intervals
 ``mu +- 1.96 sigma``) lies within +-2 of its true rank; the count of matches played
 by then is the score (lower is better).
 
 * **uniform**: every match a uniformly random pair of distinct agents, random seats.
-* **ours**: :func:`league.scheduling.information_lineups`: greedy expected-variance
+* **ours**: :func:`league.scheduling.scheduler.information_lineups`: greedy expected-variance
   reduction with simulated shrinkage, agents whose rank range spans more than 4 ranks
   weighted first.
 
@@ -53,10 +53,10 @@ from agents.catalog import make_policy
 from agents.policy import Policy, derive_seed
 from arena.engine import MatchEngine, MatchJob
 from benchmarks.support.graded_connect_four import GradedConnectFour
-from league.ranking import interval_bounds, rank_ranges
-from league.rating_book import RatingBook
-from league.ratings import RatingEnv
-from league.scheduling import SchedulerConfig, information_lineups
+from league.ratings.book import RatingBook
+from league.ratings.ranking import interval_bounds, rank_ranges
+from league.ratings.rating import RatingEnv
+from league.scheduling.scheduler import SchedulerConfig, information_lineups
 
 ENV_ID = "connect_four-v3"
 ROLES = ("player", "player")

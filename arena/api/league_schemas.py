@@ -86,7 +86,7 @@ class OpponentsPublic(BaseModel):
     learner: str
     role: LeagueRole
     distribution: list[OpponentPublic] = Field(description="Every opponent the learner may draw, with its "
-                                               "PFSP probability (AlphaStar's roles, league/roles.py).")
+                                               "PFSP probability (AlphaStar's roles, league/scheduling/roles.py).")
     sampled: list[OpponentPublic] = Field(description="n draws from the distribution, with replacement.")
 
 

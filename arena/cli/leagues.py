@@ -8,7 +8,7 @@ from rich.table import Table
 
 from arena.cli.console import console, fail
 from envs.errors import ArenaError
-from league.phases import PhaseTimeline
+from league.evaluation.phases import PhaseTimeline
 
 league_app = typer.Typer(help="Self-play training leagues (PPO learners in AlphaStar roles).",
                          no_args_is_help=True)
@@ -82,7 +82,7 @@ def train(
 
     from arena.settings import get_settings
     from arena.training.state import LeagueDir
-    from league.roles import learner_names
+    from league.scheduling.roles import learner_names
 
     role_list = tuple(r.strip() for r in roles.split(",") if r.strip())
     try:

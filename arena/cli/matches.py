@@ -136,8 +136,8 @@ def demo(
     from arena.engine.plan import plan_matches
     from arena.engine.standings import Standings
     from envs.registry import get_spec
-    from league.ratings import RatingEnv
-    from league.ratings_fast import Result1v1, apply_results
+    from league.ratings.closed_form import Result1v1, apply_results
+    from league.ratings.rating import RatingEnv
 
     spec = get_spec(env)
     policies = {p.agent_id: p for p in (make_policy(n, env) for n in DEMO_AGENTS)}

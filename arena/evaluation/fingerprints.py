@@ -1,6 +1,6 @@
 """Clone fingerprints of snapshots: computed on demand, cached by snapshot hash.
 
-A snapshot's fingerprint (:mod:`league.fingerprints`) is its policy's masked action
+A snapshot's fingerprint (:mod:`league.evaluation.fingerprints`) is its policy's masked action
 probabilities on the seeded positions of its env and role
 (:mod:`arena.evaluation.fingerprint_positions`). It depends only on the snapshot's
 bytes and the position set, so it is cached under both: in this process (a bounded
@@ -29,7 +29,7 @@ import redis
 from arena.evaluation.fingerprint_positions import Positions
 from arena.snapshots.cache import SnapshotSource, load_snapshot_policy
 from arena.snapshots.keys import RedisKeys
-from league.fingerprints import masked_probabilities
+from league.evaluation.fingerprints import masked_probabilities
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ An opponent list holds *entries*, each equally likely per episode:
         Every ``*.safetensors`` and ``*.onnx`` file in the directory (a local snapshot
         pool, e.g. the checkpoints your own training loop saved), drawn by AlphaStar's
         prioritized fictitious self-play: opponents the learner loses to more often are
-        drawn more often (:func:`league.matchmaking.pfsp_weights`, ``squared``), from the
-        win rates this env has observed (:class:`league.matchmaking.WinRateTable`).
+        drawn more often (:func:`league.scheduling.matchmaking.pfsp_weights`, ``squared``), from the
+        win rates this env has observed (:class:`league.scheduling.matchmaking.WinRateTable`).
     ``"arena:<agent_id>@<url>"``
         A published agent of a running Arena (or one of your own, with your token):
         downloaded once into a local cache through the API and loaded as a ``file:``
@@ -128,7 +128,7 @@ class Opponents:
                 self._add(item, [item])
                 self.policy(len(self.members) - 1)  # fail now on a bad name, not mid-training
         if any(e.pool for e in self.entries):
-            from league.matchmaking import WinRateTable
+            from league.scheduling.matchmaking import WinRateTable
 
             self._table = WinRateTable()
 
@@ -172,7 +172,7 @@ class Opponents:
         return out
 
     def _pfsp_probabilities(self, entry: _Entry) -> np.ndarray:
-        from league.matchmaking import pfsp_weights
+        from league.scheduling.matchmaking import pfsp_weights
 
         return pfsp_weights(self._table.win_rates(entry.members))
 

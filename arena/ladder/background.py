@@ -59,7 +59,7 @@ from arena.snapshots.cache import load_snapshot_policy
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
 from envs.registry import builtin_env_ids, get_entry, get_spec
-from league.rating_book import DEFAULT_TARGET_SIGMA
+from league.ratings.book import DEFAULT_TARGET_SIGMA
 
 log = logging.getLogger(__name__)
 

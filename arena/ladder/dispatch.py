@@ -39,8 +39,8 @@ from arena.storage.db import repositories as repo
 from arena.storage.retry import retry_transient
 from envs.errors import UnknownAgent
 from envs.registry import get_spec
-from league.rating_book import DEFAULT_TARGET_SIGMA, RatingBook
-from league.ratings import RatingEnv
+from league.ratings.book import DEFAULT_TARGET_SIGMA, RatingBook
+from league.ratings.rating import RatingEnv
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class Ladder:
     Symmetric envs pair agents of the one role; role envs (hiders vs seekers, predators
     vs prey) compose every match of one agent per team, each playing its team's role:
     an agent submitted for one role fills only that role's seats, scripted agents
-    without a role fill any (:func:`league.scheduling.information_lineups`).
+    without a role fill any (:func:`league.scheduling.scheduler.information_lineups`).
 
     Args:
         sessions: The database.

@@ -1,11 +1,11 @@
-"""How much a live ladder plays and between whom: :mod:`league.scheduling` on the service clock.
+"""How much a live ladder plays and between whom: :mod:`league.scheduling.scheduler` on the service clock.
 
 Two pieces, kept apart from the dispatch loop so that either can change alone:
 
 * :func:`choose_lineups` is the ladder's pair-choice hook: every batch
   :class:`~arena.ladder.dispatch.Ladder` schedules without being told whom to pair is
   chosen here, for expected information (unsettled agents first, then the pairs whose
-  result would shrink the ratings' uncertainty most; :mod:`league.lineups`).
+  result would shrink the ratings' uncertainty most; :mod:`league.scheduling.lineups`).
 * :class:`LadderPacer` decides, round by round and env by env, *how many* matches to
   play: a board with new or unsettled agents plays at full rate; a **settled** board
   plays only a maintenance trickle (``ARENA_TRICKLE_MATCHES_PER_S`` per env; default 0:
@@ -15,7 +15,7 @@ A board is **settled** when every active agent in every role has ``sigma`` at mo
 ``DEFAULT_TARGET_SIGMA`` (1.5) *and* a rank range (from 95% intervals, within its role)
 spanning at most 4 ranks, or a range that one more even match could no longer shrink by
 2% of its variance (neighbours closer than TrueSkill's noise floor can never be told
-apart; see :class:`league.scheduling.SchedulerConfig`). A settled board wakes up to full
+apart; see :class:`league.scheduling.scheduler.SchedulerConfig`). A settled board wakes up to full
 rate when an agent joins (it is unsettled); a retirement, the service's start and a
 periodic drift check (every ``drift_every_s``) each play a short check burst that
 settles again unless some rating moved more than TrueSkill expected.
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from arena.settings import Settings
-from league.rating_book import RatingBook
-from league.ratings import RatingEnv
-from league.scheduling import LadderScheduler, Phase, SchedulePlan, SchedulerConfig, information_lineups
+from league.ratings.book import RatingBook
+from league.ratings.rating import RatingEnv
+from league.scheduling.scheduler import LadderScheduler, Phase, SchedulePlan, SchedulerConfig, information_lineups
 
 LIVE = SchedulerConfig()
 """What counts as unsettled on a live ladder (the scheduler's defaults)."""
@@ -85,7 +85,7 @@ class PacingConfig:
 
 
 class LadderPacer:
-    """One :class:`~league.scheduling.LadderScheduler` per env, asked once per service round.
+    """One :class:`~league.scheduling.scheduler.LadderScheduler` per env, asked once per service round.
 
     Args:
         config: The pacing knobs.

@@ -7,7 +7,7 @@ rating events and ratings written. A batch re-dispatched after a worker died, or
 delivered twice, therefore changes nothing the second time.
 
 A batch's ratings are computed in waves of matches with no agent in common, one
-vectorized update per wave (:meth:`league.rating_book.RatingBook.apply_batch`): the
+vectorized update per wave (:meth:`league.ratings.book.RatingBook.apply_batch`): the
 same numbers, to the bit, as rating the matches one at a time, so a rebuild from the
 log (which cuts it into other batches) still equals the live ratings.
 """
@@ -27,8 +27,8 @@ from arena.metrics import observe_batch
 from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
 from envs.spec import EnvSpec
-from league.rating_book import MatchResult, RatingBook, Standing
-from league.ratings import Rating, RatingEnv
+from league.ratings.book import MatchResult, RatingBook, Standing
+from league.ratings.rating import Rating, RatingEnv
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from arena.storage.db import repositories as repo
 from envs.errors import InvalidSubmission
 from envs.registry import builtin_env_ids, get_spec
 from envs.registry import register_env as register_env_by_path
-from league.ratings import RatingEnv
+from league.ratings.rating import RatingEnv
 
 DEFAULT_RATING_ENV = RatingEnv()
 """The TrueSkill constants a new ladder starts with."""

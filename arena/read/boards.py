@@ -1,7 +1,7 @@
 """Leaderboards and payoff matrices, built from few queries and cached.
 
 A board is every rated agent of an (env, role), ranked by ``mu - 3 sigma``, with each
-agent's rank range from the 95% intervals of everyone on it (:mod:`league.ranking`).
+agent's rank range from the 95% intervals of everyone on it (:mod:`league.ratings.ranking`).
 Ranges need the whole board, so it lives in memory in a :class:`BoardCache`, stamped
 with the env's :func:`~arena.storage.db.repositories.board_version` (newest match seq, newest
 agent update). A request costs that marker query and a slice.
@@ -42,9 +42,9 @@ from arena.ladder.registration import ladder_rating_env
 from arena.read.evaluation import rankings_public
 from arena.read.ratings import RatingStats
 from arena.storage.db import repositories as repo
-from league.payoff import nash_mixture, win_rates
-from league.ranking import interval_bounds, rank_ranges
-from league.ratings import Rating, RatingEnv
+from league.evaluation.payoff import nash_mixture, win_rates
+from league.ratings.ranking import interval_bounds, rank_ranges
+from league.ratings.rating import Rating, RatingEnv
 
 OFF_BOARD = sorted(FINISHED)
 """Statuses whose agents are left off leaderboards (their history stays)."""

@@ -2,7 +2,7 @@
 
 Every neural agent (safetensors or ONNX; rejected ones left out) is fingerprinted on
 the positions of its env and role (:mod:`arena.evaluation.fingerprints`, cached by
-snapshot hash); :mod:`league.fingerprints` compares them. Near-duplicates of different
+snapshot hash); :mod:`league.evaluation.fingerprints` compares them. Near-duplicates of different
 owners are flagged for the admin with the evidence; one owner's near-duplicates are a
 family, its versions, shown on each member's page. See docs/evaluation.md, "Clone
 fingerprints".
@@ -20,10 +20,10 @@ from arena.agent_status import AgentStatus
 from arena.evaluation.fingerprint_positions import fingerprint_positions
 from arena.evaluation.fingerprints import FingerprintStore
 from arena.storage.db import repositories as repo
-from league.fingerprints import DEFAULT_THRESHOLDS, Similarity, clone_report, near_duplicates, similarity
+from league.evaluation.fingerprints import DEFAULT_THRESHOLDS, Similarity, clone_report, near_duplicates, similarity
 
 THRESHOLDS = DEFAULT_THRESHOLDS
-"""When two agents count as one policy (league.fingerprints.CloneThresholds)."""
+"""When two agents count as one policy (league.evaluation.fingerprints.CloneThresholds)."""
 MIN_POSITIONS = 32
 """Fewer distinct positions than this (rock-paper-scissors has 4) and agents are not compared:
 so few decisions cannot tell a copy from two agents that learned the same answer."""

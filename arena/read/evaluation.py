@@ -17,18 +17,18 @@ from sqlalchemy.orm import Session
 from arena.ladder.registration import ladder_rating_env
 from arena.storage.db import repositories as repo
 from envs.registry import get_spec
-from league.board_rankings import board_rankings
-from league.cycles import Cycle
-from league.headtohead import HeadToHead
-from league.integrity import suspicious_pairs
-from league.rating_dependence import RatedMatch, rating_dependence
-from league.ratings import Rating
-from league.seats import AgentSeats, SeatRecord, agent_seat_record, seat_advantage
+from league.evaluation.board_rankings import board_rankings
+from league.evaluation.cycles import Cycle
+from league.evaluation.headtohead import HeadToHead
+from league.evaluation.integrity import suspicious_pairs
+from league.evaluation.rating_dependence import RatedMatch, rating_dependence
+from league.evaluation.seats import AgentSeats, SeatRecord, agent_seat_record, seat_advantage
+from league.ratings.rating import Rating
 
 INTEGRITY_ALPHA = 0.01
-"""Family-wise significance of an integrity flag (see league.integrity)."""
+"""Family-wise significance of an integrity flag (see league.evaluation.integrity)."""
 CYCLE_ALPHA = 0.05
-"""Family-wise significance of a reported cycle (see league.cycles)."""
+"""Family-wise significance of a reported cycle (see league.evaluation.cycles)."""
 
 
 def probe_public(p: repo.ProbeInfo) -> dict[str, Any]:

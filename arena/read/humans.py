@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from arena.ladder.registration import ladder_rating_env
 from arena.storage.db import repositories as repo
 from arena.storage.db.repositories.humans import HumanMatch, human_matches
-from league.ratings import Rating, RatingEnv, rate_1v1
+from league.ratings.rating import Rating, RatingEnv, rate_1v1
 
 
 @dataclass

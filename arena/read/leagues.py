@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from arena.storage.db import repositories as repo
 from envs.errors import UnknownEnv
 from envs.registry import get_spec
-from league.phases import order_phases
+from league.evaluation.phases import order_phases
 
 # Chart box in SVG user units; the plot area leaves room for the axes' labels.
 WIDTH, HEIGHT = 640, 220

@@ -25,7 +25,7 @@ from arena.storage.db import repositories as repo
 from arena.storage.db.repositories.retention import SITE_RECENT_MATCHES
 from envs.registry import get_spec, list_envs
 from envs.spec import EnvSpec
-from league.rating_book import DEFAULT_TARGET_SIGMA
+from league.ratings.book import DEFAULT_TARGET_SIGMA
 
 # Most rating points drawn in a chart; longer histories are thinned evenly.
 MAX_CHART_POINTS = 400
@@ -86,7 +86,7 @@ def payoff_data(
 
     Computed by :func:`arena.read.boards.payoff_matrix` (one aggregate query over the
     match participants; win rates and the Nash mixture of the meta-game from
-    :mod:`league.payoff`) and cached like the API's when ``state`` is given. Envs
+    :mod:`league.evaluation.payoff`) and cached like the API's when ``state`` is given. Envs
     with distinct roles have no symmetric matrix: ``agents`` is empty and ``reason``
     says why.
     """

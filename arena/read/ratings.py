@@ -11,9 +11,9 @@ from pydantic import BaseModel, Field
 
 from arena.agent_status import AgentStatus
 from arena.storage.db import repositories as repo
-from league.matchmaking import expected_matches_to_sigma
-from league.rating_book import DEFAULT_TARGET_SIGMA
-from league.ratings import Rating, RatingEnv
+from league.ratings.book import DEFAULT_TARGET_SIGMA
+from league.ratings.rating import Rating, RatingEnv
+from league.scheduling.matchmaking import expected_matches_to_sigma
 
 
 @functools.lru_cache(maxsize=65536)

@@ -16,7 +16,7 @@ from arena.ladder.registration import ladder_rating_env
 from arena.read.ratings import RatingStats, matches_to_settle
 from arena.snapshots.formats import snapshot_format
 from arena.storage.db import repositories as repo
-from league.ratings import RatingEnv
+from league.ratings.rating import RatingEnv
 
 AgentIdLookup = Callable[[Session, str, set[str]], Mapping[str, int]]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agents.trainers.ppo_selfplay import PPOConfig
-from league.roles import RoleConfig, SnapshotRule
+from league.scheduling.roles import RoleConfig, SnapshotRule
 
 
 def default_baselines(env_id: str) -> tuple[str, ...]:

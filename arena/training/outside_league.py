@@ -9,8 +9,8 @@ trainer needs to go on is kept by the server, in the ``config`` JSON of the leag
 AlphaStar role, its decayed win-rate table, its game counts and generation), the
 league's snapshots, and the ids of the latest reports (a report sent twice counts once).
 
-Opponents are drawn as in Arena's own leagues (:func:`league.roles.opponent_distribution`,
-PFSP over :class:`league.matchmaking.WinRateTable`):
+Opponents are drawn as in Arena's own leagues (:func:`league.scheduling.roles.opponent_distribution`,
+PFSP over :class:`league.scheduling.matchmaking.WinRateTable`):
 
 * ``self``: the learner's current weights (self-play; the trainer plays itself, and those
   results move no win rate);
@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from envs.errors import Conflict, InvalidParameter
-from league.matchmaking import WinRateTable
-from league.roles import ROLES, SELF, RoleConfig, check_role, opponent_distribution
+from league.scheduling.matchmaking import WinRateTable
+from league.scheduling.roles import ROLES, SELF, RoleConfig, check_role, opponent_distribution
 
 __all__ = ["Candidate", "LeagueSnapshot", "Learner", "OutsideLeague", "league_row_name", "sample"]
 

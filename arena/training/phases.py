@@ -1,6 +1,6 @@
 """A league's strategy timeline: per-episode phases in, per-generation rates out, to the web.
 
-A league's :class:`~league.phases.PhaseTimeline` (saved with its state) gets episodes
+A league's :class:`~league.evaluation.phases.PhaseTimeline` (saved with its state) gets episodes
 from two sources:
 
 * the trainer's own detectors, already aggregated per generation
@@ -26,7 +26,7 @@ from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
 from arena.training.state import LeagueState
 from envs.registry import get_spec
-from league.phases import PhaseTimeline
+from league.evaluation.phases import PhaseTimeline
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def timeline_rows(timeline: PhaseTimeline) -> list[dict]:
 def publish_timeline(sessions: Sessions, league_id: int | None, timeline: PhaseTimeline) -> int:
     """Write a league's timeline to the database (``league_generations``), where its web page reads it.
 
-    Any trainer with a :class:`~league.phases.PhaseTimeline` and the id of its ``leagues``
+    Any trainer with a :class:`~league.evaluation.phases.PhaseTimeline` and the id of its ``leagues``
     row can call this; returns the rows written (0 without a league id).
     """
     if league_id is None:

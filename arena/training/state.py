@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from league.matchmaking import WinRateTable
-from league.phases import PhaseTimeline
+from league.evaluation.phases import PhaseTimeline
+from league.scheduling.matchmaking import WinRateTable
 
 if TYPE_CHECKING:
     import torch

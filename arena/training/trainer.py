@@ -1,6 +1,6 @@
 """Training leagues on the real services: PPO learners in AlphaStar roles.
 
-Each learner (:mod:`league.roles`: main agent, main exploiter, league exploiter) is a
+Each learner (:mod:`league.scheduling.roles`: main agent, main exploiter, league exploiter) is a
 :class:`~agents.trainers.ppo_selfplay.SelfPlayPPO` on the env's vectorized core. The
 learners take turns, one update each. Before an update, a learner's opponent
 distribution is computed from its role and its win-rate table (PFSP over decayed
@@ -40,8 +40,8 @@ from arena.storage.wiring import Services
 from arena.training.config import LeagueConfig, LeagueProgress, LearnerProgress, default_baselines
 from arena.training.state import LeagueDir, LeagueState, LearnerState, SnapshotEntry
 from envs.registry import get_spec, make_vector_core
-from league.matchmaking import WinRateTable
-from league.roles import (
+from league.scheduling.matchmaking import WinRateTable
+from league.scheduling.roles import (
     SELF,
     Role,
     check_role,

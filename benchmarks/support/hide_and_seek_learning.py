@@ -7,7 +7,7 @@ generation every few updates, and reports how the generations compare:
 * TrueSkill per role across generations: every evaluation episode (generation ``g``'s
   hiders against generation ``g`` and ``g - 1``'s seekers, and ``g - 1``'s hiders
   against ``g``'s seekers) is one rated match of a ``hide_and_seek-v0`` ladder, applied
-  in order through :meth:`league.rating_book.RatingBook.apply` with agents
+  in order through :meth:`league.ratings.book.RatingBook.apply` with agents
   ``hider-gen<g>`` / ``seeker-gen<g>`` in roles ``hider`` / ``seeker``.
 * The door-block rate: the share of evaluation episodes in which a generation's hiders
   ended the preparation phase with a box in every door of their room (locked or not;

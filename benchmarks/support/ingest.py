@@ -14,7 +14,7 @@ per match, one transaction per batch; each on a fresh database):
 
 Then the whole :class:`~arena.ladder.recorder.MatchRecorder` (insert, dequeue, rate,
 write ratings, commit) on the ``arena`` path; and the rating pass alone, one match at a
-time against waves (:meth:`league.rating_book.RatingBook.apply_batch`).
+time against waves (:meth:`league.ratings.book.RatingBook.apply_batch`).
 
 Rows/s counts match rows (each brings 4 dependent rows along).
 """
@@ -43,8 +43,8 @@ from arena.storage.db import repositories as repo
 from arena.storage.db.base import UTCDateTime
 from arena.storage.db.models import Match, MatchParticipant, RatingEvent
 from envs.registry import get_spec
-from league.rating_book import MatchResult, RatingBook
-from league.ratings import RatingEnv
+from league.ratings.book import MatchResult, RatingBook
+from league.ratings.rating import RatingEnv
 
 ENV = "connect_four-v3"
 POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -15,7 +15,7 @@ from arena.ladder.registration import register_builtin_agents
 from arena.logs import JsonFormatter, TextFormatter, configure_logging
 from arena.storage.db import make_engine, session_factory
 from envs.registry import get_spec
-from league.ratings import RatingEnv
+from league.ratings.rating import RatingEnv
 
 
 def _record(msg: str, **extra) -> logging.LogRecord:

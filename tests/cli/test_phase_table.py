@@ -6,7 +6,7 @@ from rich.console import Console
 
 from arena.cli.leagues import phase_table
 from arena.training.state import LeagueDir, LeagueState
-from league.phases import PhaseTimeline
+from league.evaluation.phases import PhaseTimeline
 from tests.cli.test_ladder_cli import run
 
 

@@ -30,7 +30,7 @@ from arena.read.humans import humans_board
 from arena.runners import InProcessRunner
 from arena.storage.db import repositories as repo
 from envs.registry import get_spec
-from league.ratings import Rating, RatingEnv, rate_1v1
+from league.ratings.rating import Rating, RatingEnv, rate_1v1
 from tests.api.helpers import seed_ladder
 
 ENV = "tictactoe-v3"

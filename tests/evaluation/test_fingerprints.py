@@ -22,7 +22,7 @@ from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.keys import RedisKeys
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.storage.redis_server import connect_redis
-from league.fingerprints import near_duplicates, similarity
+from league.evaluation.fingerprints import near_duplicates, similarity
 
 pytestmark = pytest.mark.redis
 

@@ -15,8 +15,8 @@ from arena.ladder.registration import register_env, register_snapshot_agent
 from arena.runners import AgentSource, InProcessRunner
 from arena.storage.db import make_engine, session_factory
 from arena.storage.db import repositories as repo
-from league.rating_book import MIN_WAVE, MatchResult, RatingBook, _waves
-from league.ratings import RatingEnv
+from league.ratings.book import MIN_WAVE, MatchResult, RatingBook, _waves
+from league.ratings.rating import RatingEnv
 
 EPSILONS = [round(0.1 * i, 1) for i in range(11)]
 

@@ -15,9 +15,9 @@ from arena.runners import InProcessRunner
 from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
-from league.rating_book import RatingBook, Standing
-from league.ratings import Rating, RatingEnv
-from league.scheduling import Phase
+from league.ratings.book import RatingBook, Standing
+from league.ratings.rating import Rating, RatingEnv
+from league.scheduling.scheduler import Phase
 
 ENV = "connect_four-v3"
 AGENTS = ["heuristic", "heuristic:epsilon=0.3", "random"]

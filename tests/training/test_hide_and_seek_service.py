@@ -22,7 +22,7 @@ from arena.storage.wiring import open_services
 from arena.training.hide_and_seek.config import HideAndSeekLeagueConfig, default_v1_ppo
 from arena.training.hide_and_seek.service import HideAndSeekLeagueRun, league_row_name, load_timeline
 from envs.hide_and_seek.rules import PHASES
-from league.phases import HAPPENED
+from league.evaluation.phases import HAPPENED
 from tests.cli.test_ladder_cli import run as run_cli
 
 pytestmark = pytest.mark.redis

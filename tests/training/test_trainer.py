@@ -18,7 +18,7 @@ from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
 from arena.training.trainer import LeagueConfig, LeagueTrainer
-from league.roles import SnapshotRule
+from league.scheduling.roles import SnapshotRule
 
 ENV = "tictactoe-v3"
 

@@ -21,7 +21,7 @@ from arena.storage.db import Sessions, make_engine, session_factory, upgrade
 from arena.storage.db import repositories as repo
 from arena.training.phases import timeline_rows
 from envs.registry import get_spec
-from league.phases import PhaseTimeline
+from league.evaluation.phases import PhaseTimeline
 
 C4 = "connect_four-v3"
 TTT = "tictactoe-v3"

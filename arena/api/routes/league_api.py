@@ -2,7 +2,7 @@
 
 The trainer side is :class:`arena.league_client.LeagueClient` (docs/league_api.md). The
 league's state lives in its ``leagues`` row (:mod:`arena.training.outside_league`); the
-opponents are drawn with Arena's own league logic (:mod:`league.roles`). Only the league's
+opponents are drawn with Arena's own league logic (:mod:`league.scheduling.roles`). Only the league's
 owner (or an admin) draws, reports and pushes; every write is under the write limits, and a
 pushed snapshot also counts against the daily submission quota, like any submission.
 """
@@ -44,7 +44,7 @@ from arena.training.outside_league import (
 )
 from envs.errors import Conflict, Forbidden, InvalidParameter, InvalidSubmission, UnknownAgent
 from envs.registry import get_spec
-from league.roles import RoleConfig
+from league.scheduling.roles import RoleConfig
 
 router = APIRouter(tags=["league api"])
 LeagueIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="League id.")]

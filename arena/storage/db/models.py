@@ -91,7 +91,7 @@ class Env(Base):
 
     id: Mapped[str] = mapped_column(ENV_ID, primary_key=True)
     spec: Mapped[dict[str, Any]] = mapped_column(JSON())
-    # The TrueSkill constants of the env's ladder (league.ratings.RatingEnv.to_json):
+    # The TrueSkill constants of the env's ladder (league.ratings.rating.RatingEnv.to_json):
     # live ratings and a rebuild from the match log both use these.
     rating: Mapped[dict[str, Any] | None] = mapped_column(JSON())
     created_at: Mapped[datetime] = _created_at()

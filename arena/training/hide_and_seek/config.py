@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
 from envs.hide_and_seek.curriculum import CurriculumRule
-from league.matchmaking import PFSPWeighting
+from league.scheduling.matchmaking import PFSPWeighting
 
 SHAPING = {"fort_bonus": 40.0, "fort_potential_bonus": 10.0, "ramp_defense_bonus": 30.0, "ramp_use_bonus": 0.0}
 """The shaped configuration's bonuses (``default_v1_ppo(shaped=True)``): the hiders are paid

@@ -22,8 +22,8 @@ from agents.trainers.hide_and_seek.evaluation import evaluate_generation, evalua
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig, make_core
 from envs.hide_and_seek.curriculum import CurriculumState
 from envs.hide_and_seek.rules import ROLES
-from league.rating_book import RatingBook
-from league.ratings import Rating, RatingEnv
+from league.ratings.book import RatingBook
+from league.ratings.rating import Rating, RatingEnv
 
 
 def generation_key(role: str, generation: int) -> str:

@@ -46,7 +46,7 @@ from arena.training.hide_and_seek.state import read_state, read_tensors, write_s
 from arena.training.state import LeagueDir
 from envs.hide_and_seek.curriculum import CurriculumState
 from envs.hide_and_seek.rules import PHASES, ROLES
-from league.matchmaking import WinRateTable
+from league.scheduling.matchmaking import WinRateTable
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ Every generation's two actors go into the Redis snapshot pool
 (:class:`arena.snapshots.pool.RedisSnapshotPool`), one pool per role:
 ``league.<name>.<env>.hider`` / ``.seeker``. In every update a share of the envs pits each
 learning team against a past generation of the other role, drawn by PFSP
-(:func:`league.matchmaking.pfsp_weights`) over that learner's decayed win rates against
-each generation (:class:`league.matchmaking.WinRateTable`, one per role, fed by those
+(:func:`league.scheduling.matchmaking.pfsp_weights`) over that learner's decayed win rates against
+each generation (:class:`league.scheduling.matchmaking.WinRateTable`, one per role, fed by those
 training games).
 """
 
@@ -20,7 +20,7 @@ import torch
 from agents.checkpoint import make_spec, serialize_weights
 from arena.snapshots.pool import RedisSnapshotPool
 from envs.hide_and_seek.rules import ROLES
-from league.matchmaking import PFSPWeighting, WinRateTable, pfsp_weights
+from league.scheduling.matchmaking import PFSPWeighting, WinRateTable, pfsp_weights
 
 OTHER = {"hider": "seeker", "seeker": "hider"}
 

@@ -14,7 +14,7 @@ unpublished):
   PettingZoo env and in the hide-and-seek viewer; their re-simulated phase values
   (:func:`arena.read.grid_frames.match_phases`) count for the generation and give each
   phase its first replayable occurrence;
-* builds the league's :class:`~league.phases.PhaseTimeline` (the evaluation's phase
+* builds the league's :class:`~league.evaluation.phases.PhaseTimeline` (the evaluation's phase
   rates over ``eval_episodes`` standard-layout episodes, plus the recorded episodes;
   hider and seeker TrueSkill per generation) and publishes it
   (:func:`arena.training.phases.publish_timeline`) for ``/leagues/{id}`` and
@@ -50,7 +50,7 @@ from arena.training.phases import publish_timeline
 from arena.training.state import LeagueDir
 from envs.hide_and_seek.rules import ROLES
 from envs.registry import get_spec
-from league.phases import PhaseTimeline
+from league.evaluation.phases import PhaseTimeline
 
 log = logging.getLogger(__name__)
 

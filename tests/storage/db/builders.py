@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from arena.storage.db import repositories as repo
 from envs.registry import get_spec
-from league.ratings import RatingEnv
+from league.ratings.rating import RatingEnv
 
 ENV = "connect_four-v3"
 RATING = RatingEnv().to_json()

@@ -1,7 +1,7 @@
 """Ratings: derived data, written by the ladder and rebuilt from the match log, and
 the leaderboard rows read from them.
 
-No TrueSkill here: callers compute new ratings (``league.rating_book.rate_match``) and
+No TrueSkill here: callers compute new ratings (``league.ratings.book.rate_match``) and
 hand the values over. The only derived value stored is ``conservative = mu - 3
 sigma``, computed here so the leaderboard index can never disagree with mu/sigma.
 

@@ -3,7 +3,7 @@
 ``arena ratings rebuild`` must replay the match log with the constants the ladder
 used; storing them with the env makes that a fact of the database instead of a
 convention of the code. Envs registered before this revision get the constants every
-ladder used until then (the :class:`league.ratings.RatingEnv` defaults).
+ladder used until then (the :class:`league.ratings.rating.RatingEnv` defaults).
 
 Written 2026-11-24; revision 0003 follows 0002 (no branches, no dependencies).
 """
@@ -16,7 +16,7 @@ from alembic import op
 revision = "0003"
 down_revision = "0002"
 
-# The defaults of league.ratings.RatingEnv at this revision, written out: a migration
+# The defaults of league.ratings.rating.RatingEnv at this revision, written out: a migration
 # must not change meaning when the code's defaults change later.
 _DEFAULT_RATING = {"mu": 25.0, "sigma": 25.0 / 3, "beta": 25.0 / 6, "tau": 25.0 / 300,
                    "draw_probability": 0.10}
