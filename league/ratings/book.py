@@ -1,4 +1,5 @@
-"""Ladder logic, pure: how one match result moves ratings, and whom to pair next.
+"""The rating book, pure: how one match result moves a ladder's ratings and W/D/L (whom
+to pair next is :func:`league.scheduling.matchmaking.sample_ladder_pairs`).
 
 :func:`rate_match` is the single place where a match outcome becomes new ratings. The
 live recorder and ``arena ratings rebuild`` both call it, in match-sequence order, so
@@ -11,11 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numpy as np
-
 from league.ratings.closed_form import rate_1v1_arrays, rate_1v1_fast
 from league.ratings.rating import Rating, RatingEnv, rate_teams
-from league.scheduling.matchmaking import ladder_pair_weights, quality_matrix
 
 RatingKey = tuple[str, str]  # (agent key, role)
 DEFAULT_TARGET_SIGMA = 1.5  # an agent is "placed" once its sigma is at most this
@@ -70,46 +68,6 @@ def rate_match(
         ranks = [0] * len(keys) if winner is None else [0 if t == winner else 1 for t in range(len(keys))]
         after = [team[0] for team in rate_teams([[r] for r in before], ranks, env=env)]
     return [RatingChange(k[0], k[1], b, a) for k, b, a in zip(keys, before, after)]
-
-
-def sample_ladder_pairs(
-    ratings: Sequence[Rating],
-    n: int,
-    rng: np.random.Generator,
-    *,
-    env: RatingEnv,
-    target_sigma: float,
-    placement_share: float = 0.5,
-    top_k: int = 3,
-) -> list[tuple[int, int]]:
-    """``n`` pairings for the next batch of ladder matches.
-
-    Agents whose sigma is above ``target_sigma`` are in placement: they get a share of
-    the batch, each match against one of their ``top_k`` opponents of highest match
-    quality. The rest of the batch is drawn by :func:`ladder_pair_weights` (quality,
-    favouring uncertain agents). Pair order is randomised so seats stay balanced.
-    """
-    m = len(ratings)
-    if m < 2:
-        raise ValueError("a ladder needs at least two agents")
-    sigma = np.array([r.sigma for r in ratings])
-    placing = np.flatnonzero(sigma > target_sigma)
-    pairs: list[tuple[int, int]] = []
-    if placing.size:
-        share = n if placing.size == m else round(n * placement_share)
-        quality = quality_matrix(ratings, env=env)
-        np.fill_diagonal(quality, -1.0)
-        best = np.argsort(-quality, axis=1)[:, : min(top_k, m - 1)]
-        who = placing[rng.integers(placing.size, size=share)]
-        opp = best[who, rng.integers(best.shape[1], size=share)]
-        pairs.extend(zip(who.tolist(), opp.tolist()))
-    rest = n - len(pairs)
-    if rest > 0:
-        weights = ladder_pair_weights(ratings, env=env).ravel()
-        flat = rng.choice(weights.size, size=rest, p=weights / weights.sum())
-        pairs.extend((int(f // m), int(f % m)) for f in flat)
-    swap = rng.random(len(pairs)) < 0.5
-    return [(j, i) if s else (i, j) for (i, j), s in zip(pairs, swap)]
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Who plays whom: match quality for ladders, PFSP weights for leagues. Pure functions.
 
 Ladder (rating many submitted agents): TrueSkill match quality between agents, pair
-weights tilted toward uncertain agents, and how many matches a rating needs to settle.
+weights tilted toward uncertain agents, a batch's pairs (placement first), and how many
+matches a rating needs to settle.
 
 League (training a learner against a pool): AlphaStar's prioritized fictitious
 self-play (PFSP) weights over decayed win rates (:class:`WinRateTable`).
@@ -58,6 +59,46 @@ def ladder_pair_weights(ratings: Sequence[Rating], *, env: RatingEnv) -> np.ndar
     sigma = np.array([r.sigma for r in ratings], dtype=float)
     weights = quality_matrix(ratings, env=env) * (sigma[:, None] + sigma[None, :])
     return np.triu(weights, k=1)
+
+
+def sample_ladder_pairs(
+    ratings: Sequence[Rating],
+    n: int,
+    rng: np.random.Generator,
+    *,
+    env: RatingEnv,
+    target_sigma: float,
+    placement_share: float = 0.5,
+    top_k: int = 3,
+) -> list[tuple[int, int]]:
+    """``n`` pairings for the next batch of ladder matches.
+
+    Agents whose sigma is above ``target_sigma`` are in placement: they get a share of
+    the batch, each match against one of their ``top_k`` opponents of highest match
+    quality. The rest of the batch is drawn by :func:`ladder_pair_weights` (quality,
+    favouring uncertain agents). Pair order is randomised so seats stay balanced.
+    """
+    m = len(ratings)
+    if m < 2:
+        raise ValueError("a ladder needs at least two agents")
+    sigma = np.array([r.sigma for r in ratings])
+    placing = np.flatnonzero(sigma > target_sigma)
+    pairs: list[tuple[int, int]] = []
+    if placing.size:
+        share = n if placing.size == m else round(n * placement_share)
+        quality = quality_matrix(ratings, env=env)
+        np.fill_diagonal(quality, -1.0)
+        best = np.argsort(-quality, axis=1)[:, : min(top_k, m - 1)]
+        who = placing[rng.integers(placing.size, size=share)]
+        opp = best[who, rng.integers(best.shape[1], size=share)]
+        pairs.extend(zip(who.tolist(), opp.tolist()))
+    rest = n - len(pairs)
+    if rest > 0:
+        weights = ladder_pair_weights(ratings, env=env).ravel()
+        flat = rng.choice(weights.size, size=rest, p=weights / weights.sum())
+        pairs.extend((int(f // m), int(f % m)) for f in flat)
+    swap = rng.random(len(pairs)) < 0.5
+    return [(j, i) if s else (i, j) for (i, j), s in zip(pairs, swap)]
 
 
 def expected_matches_to_sigma(

@@ -1,4 +1,4 @@
-"""Pure ladder logic: rating one match, pairing the next batch."""
+"""Pure ladder logic: rating one match, and a batch in waves."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import trueskill
 
-from league.ratings.book import MIN_WAVE, MatchResult, RatingBook, Standing, _waves, rate_match, sample_ladder_pairs
+from league.ratings.book import MIN_WAVE, MatchResult, RatingBook, Standing, _waves, rate_match
 from league.ratings.rating import Rating, RatingEnv, rate_1v1
 
 ENV = RatingEnv()
@@ -46,28 +46,6 @@ def test_three_teams_use_the_team_update():
     after = {c.agent: c.after.mu for c in changes}
     assert after["b"] > 25.0 > max(after["a"], after["c"])
     assert after["a"] == pytest.approx(after["c"], abs=0.05)  # tied for second
-
-
-def test_pairs_are_valid_balanced_and_placement_gets_its_share():
-    rng = np.random.default_rng(0)
-    settled = [Rating(20 + i, 1.0) for i in range(9)]
-    ratings = settled + [Rating(25.0, 8.0)]  # one newcomer
-    pairs = sample_ladder_pairs(ratings, 4000, rng, env=ENV, target_sigma=2.0)
-    assert len(pairs) == 4000 and all(i != j for i, j in pairs)
-    with_newcomer = sum(9 in p for p in pairs)
-    # Half the batch is placement; the rest favours uncertain agents, so it plays more.
-    assert 2000 <= with_newcomer < 4000
-    first_seat = sum(p[0] == 9 for p in pairs)
-    assert abs(first_seat - with_newcomer / 2) < 4 * np.sqrt(with_newcomer / 4)
-    # Placement opponents are the highest-quality ones: nearest in mu to 25.
-    opponents = {j if i == 9 else i for i, j in pairs if 9 in (i, j)}
-    assert {4, 5, 6} <= opponents
-
-
-def test_everyone_placing_means_the_whole_batch_is_placement():
-    rng = np.random.default_rng(1)
-    pairs = sample_ladder_pairs([ENV.new_rating() for _ in range(5)], 100, rng, env=ENV, target_sigma=2.0)
-    assert len(pairs) == 100 and all(i != j for i, j in pairs)
 
 
 def _random_results(n: int, agents: int, seed: int, roles=("player", "player")) -> list[MatchResult]:

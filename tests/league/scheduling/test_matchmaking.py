@@ -17,6 +17,7 @@ from league.scheduling.matchmaking import (
     ladder_pair_weights,
     pfsp_weights,
     quality_matrix,
+    sample_ladder_pairs,
 )
 
 ENV = RatingEnv()
@@ -113,3 +114,25 @@ def test_win_rate_table_prior_and_decay_are_per_opponent() -> None:
     assert table.win_rate("a") == pytest.approx(2.0 / 3.0)  # (1 + 1) / (1 + 2)
     assert table.games("a") == 1.0  # not decayed by games against "b"
     np.testing.assert_allclose(table.win_rates(["a", "never"]), [2 / 3, 0.5])
+
+
+def test_pairs_are_valid_balanced_and_placement_gets_its_share():
+    rng = np.random.default_rng(0)
+    settled = [Rating(20 + i, 1.0) for i in range(9)]
+    ratings = settled + [Rating(25.0, 8.0)]  # one newcomer
+    pairs = sample_ladder_pairs(ratings, 4000, rng, env=ENV, target_sigma=2.0)
+    assert len(pairs) == 4000 and all(i != j for i, j in pairs)
+    with_newcomer = sum(9 in p for p in pairs)
+    # Half the batch is placement; the rest favours uncertain agents, so it plays more.
+    assert 2000 <= with_newcomer < 4000
+    first_seat = sum(p[0] == 9 for p in pairs)
+    assert abs(first_seat - with_newcomer / 2) < 4 * np.sqrt(with_newcomer / 4)
+    # Placement opponents are the highest-quality ones: nearest in mu to 25.
+    opponents = {j if i == 9 else i for i, j in pairs if 9 in (i, j)}
+    assert {4, 5, 6} <= opponents
+
+
+def test_everyone_placing_means_the_whole_batch_is_placement():
+    rng = np.random.default_rng(1)
+    pairs = sample_ladder_pairs([ENV.new_rating() for _ in range(5)], 100, rng, env=ENV, target_sigma=2.0)
+    assert len(pairs) == 100 and all(i != j for i, j in pairs)
