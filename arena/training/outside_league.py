@@ -9,18 +9,10 @@ trainer needs to go on is kept by the server, in the ``config`` JSON of the leag
 AlphaStar role, its decayed win-rate table, its game counts and generation), the
 league's snapshots, and the ids of the latest reports (a report sent twice counts once).
 
-Opponents are drawn as in Arena's own leagues (:func:`league.scheduling.roles.opponent_distribution`,
-PFSP over :class:`league.scheduling.matchmaking.WinRateTable`):
-
-* ``self``: the learner's current weights (self-play; the trainer plays itself, and those
-  results move no win rate);
-* the league's snapshots (past players; a rejected or retired one is left out);
-* the board: every scripted agent of the env's ladder (AlphaStar's baselines, with the
-  ``baseline_share`` of a main agent's games), and the best ``board_top`` neural agents
-  on the leaderboard that the league's owner may download (published, or their own),
-  which join the past players.
-
-Opponent ids are ``"self"`` and agent ids as strings. Pure: plain values in and out.
+Opponents are drawn by :func:`league.scheduling.outside_draws.opponent_draws` (pure:
+PFSP in the learner's AlphaStar role over ``self``, the league's snapshots and the board);
+:meth:`OutsideLeague.distribution` hands it the learner's table and the snapshots still
+playing.
 """
 
 from __future__ import annotations
@@ -30,13 +22,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from envs.errors import Conflict, InvalidParameter
 from league.scheduling.matchmaking import WinRateTable
-from league.scheduling.roles import ROLES, SELF, RoleConfig, check_role, opponent_distribution
+from league.scheduling.outside_draws import Candidate, Draw, PastPlayer, opponent_draws
+from league.scheduling.roles import ROLES, SELF, RoleConfig, check_role
 
-__all__ = ["Candidate", "LeagueSnapshot", "Learner", "OutsideLeague", "league_row_name", "sample"]
+__all__ = ["LeagueSnapshot", "Learner", "OutsideLeague", "league_row_name"]
 
 KIND = "outside"
 """``config["kind"]`` of a league trained through the league API."""
@@ -89,29 +80,6 @@ class LeagueSnapshot:
     learner: str
     role: str
     generation: int
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """An opponent the league may draw.
-
-    Attributes:
-        id: ``"self"`` or the agent id as a string (the win-rate tables' key).
-        kind: ``self``, ``builtin`` (a scripted agent), ``snapshot`` (the league's) or
-            ``agent`` (a neural agent of the board).
-        agent_id: The agent's id (``None`` for ``self``).
-        key: The agent's key (for a scripted agent, its name in ``arena.gym``).
-        name: Its display name.
-    """
-
-    id: str
-    kind: str
-    agent_id: int | None = None
-    key: str | None = None
-    name: str = ""
-
-
-SELF_CANDIDATE = Candidate(SELF, "self", name="self")
 
 
 @dataclass
@@ -212,8 +180,8 @@ class OutsideLeague:
     # -- opponents ---------------------------------------------------------------------
     def distribution(self, learner: str, role: str | None, baselines: Sequence[Candidate],
                      board: Sequence[Candidate], snapshot_names: Mapping[int, str]
-                     ) -> list[tuple[Candidate, float, float, float]]:
-        """``(candidate, probability, win rate, decayed games)`` of every opponent ``learner`` may draw.
+                     ) -> list[Draw]:
+        """Every opponent ``learner`` may draw (:func:`~league.scheduling.outside_draws.opponent_draws`).
 
         Args:
             learner: The learner (new learners start with an empty table).
@@ -227,32 +195,11 @@ class OutsideLeague:
             Conflict: A main exploiter with no main snapshot to exploit yet.
         """
         me = self.learner(learner, role)
-        snaps = [s for s in self.snapshots if s.agent_id in snapshot_names]
-        own = {s.agent_id for s in snaps}
-        candidates = {SELF: SELF_CANDIDATE}
-        for s in snaps:
-            candidates[str(s.agent_id)] = Candidate(str(s.agent_id), "snapshot", s.agent_id, None,
-                                                    snapshot_names[s.agent_id])
-        others = [c for c in board if c.agent_id not in own]
-        candidates.update({c.id: c for c in (*baselines, *others)})
-        latest_main: dict[str, str] = {}
-        for s in snaps:
-            if s.role == "main" and s.learner != learner:
-                latest_main[s.learner] = str(s.agent_id)
+        playing = [PastPlayer(Candidate(str(s.agent_id), "snapshot", s.agent_id, None, snapshot_names[s.agent_id]),
+                              s.learner, s.role) for s in self.snapshots if s.agent_id in snapshot_names]
         try:
-            ids, probs = opponent_distribution(
-                check_role(me.role), past=[*(str(s.agent_id) for s in snaps), *(c.id for c in others)],
-                baselines=[c.id for c in baselines], past_main=[str(s.agent_id) for s in snaps if s.role == "main"],
-                main_agents=list(latest_main.values()) if me.role == "main_exploiter" else [],
-                win_rates={i: me.table.win_rate(i) for i in candidates}, config=self.role_config)
+            return opponent_draws(learner, check_role(me.role), me.table, playing, baselines, board,
+                                  self.role_config)
         except ValueError as exc:
             raise Conflict(f"learner {learner!r} ({me.role}) has no opponents yet: {exc}; push a snapshot "
                            "of a main learner first") from None
-        return [(candidates[i], float(p), me.table.win_rate(i) if i != SELF else 0.5, me.table.games(i))
-                for i, p in zip(ids, probs)]
-
-
-def sample(probabilities: Sequence[float], n: int, rng: np.random.Generator) -> list[int]:
-    """``n`` indexes drawn (with replacement) from ``probabilities``."""
-    p = np.asarray(probabilities, dtype=np.float64)
-    return rng.choice(len(p), size=n, p=p / p.sum()).tolist()

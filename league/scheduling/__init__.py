@@ -5,4 +5,5 @@
 * ``matchmaking``: match quality, the ladder's pair sampling, PFSP weights and the
   decayed :class:`WinRateTable`.
 * ``roles``: AlphaStar's league roles and their opponent distributions.
+* ``outside_draws``: the opponent draws of a league trained outside Arena (league API).
 """

@@ -36,14 +36,13 @@ from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
 from arena.training.outside_league import (
     LEARNER_NAME,
-    Candidate,
     Learner,
     OutsideLeague,
     league_row_name,
-    sample,
 )
 from envs.errors import Conflict, Forbidden, InvalidParameter, InvalidSubmission, UnknownAgent
 from envs.registry import get_spec
+from league.scheduling.outside_draws import Candidate, sample_draws
 from league.scheduling.roles import RoleConfig
 
 router = APIRouter(tags=["league api"])
@@ -160,7 +159,7 @@ def opponents(
     dist = league.distribution(learner, role, *_candidates(session, state, info, league))
     rows = [{"opponent": c.id, "kind": c.kind, "agent_id": c.agent_id, "key": c.key, "name": c.name,
              "probability": p, "win_rate": x, "games": g} for c, p, x, g in dist]
-    drawn = sample([r["probability"] for r in rows], n, np.random.default_rng(seed))
+    drawn = sample_draws([r["probability"] for r in rows], n, np.random.default_rng(seed))
     return {"league": league_id, "learner": learner, "role": me.role, "distribution": rows,
             "sampled": [rows[i] for i in drawn]}
 
