@@ -130,6 +130,16 @@ class AgentPublic(BaseModel):
     )
 
 
+class ConnectedAgentCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    env: str = Field(max_length=64, examples=["connect_four-v3"])
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[\w .:+@-]+$", examples=["my-negamax"])
+    role: str | None = Field(default=None, max_length=32,
+                             description="The role it plays in a role env (hider, seeker, predator, prey); "
+                             "omit in symmetric games.")
+
+
 class AgentUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -35,7 +35,7 @@ Layout (``prefix`` is ``"arena"`` in the service; tests use a unique prefix each
                                          probabilities) on position set ``positions``
                                          (expires; recomputed from the snapshot)
 
-A pool is a league or an env id (``connect_four-v3``, ``league:7``). Keys hold no
+A pool is a league or an env id (``connect_four-v3``, ``league.<name>.<env>``: :func:`league_pool`). Keys hold no
 state that cannot be rebuilt from the durable snapshot store (the limit counters
 are allowed to be lost: losing them only forgives some requests; so are people's
 play requests and tokens: losing them only ends games that had not finished; a
@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_PREFIX", "RedisKeys", "check_pool_name", "check_sha256"]
+__all__ = ["DEFAULT_PREFIX", "RedisKeys", "check_pool_name", "check_sha256", "league_pool"]
 
 DEFAULT_PREFIX = "arena"
 
@@ -82,6 +82,18 @@ def check_pool_name(pool: str) -> str:
             "starting with a letter or digit (e.g. 'connect_four-v3' or 'league:7')"
         )
     return pool
+
+
+def league_pool(league: str, env_id: str, role: str | None = None) -> str:
+    """The snapshot pool of training league ``league`` on ``env_id``: ``league.{league}.{env_id}``.
+
+    It also names the league's ``leagues`` row. A league that keeps a pool per role
+    (hide and seek) appends the role: ``league.{league}.{env_id}.{role}``.
+
+    Raises:
+        ValueError: The name is not a valid pool name (:func:`check_pool_name`).
+    """
+    return check_pool_name(f"league.{league}.{env_id}" + (f".{role}" if role is not None else ""))
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from agents.policy import Policy
 from agents.trainers.ppo_selfplay import SelfPlayPPO, UpdateStats, actor_hparams
 from arena.ladder.registration import register_env, register_snapshot_agent
 from arena.snapshots.cache import SnapshotCache, SnapshotPolicy
+from arena.snapshots.keys import league_pool
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
 from arena.training.config import LeagueConfig, LeagueProgress, LearnerProgress, default_baselines
@@ -68,7 +69,7 @@ class LeagueTrainer:
             raise ValueError(f"league training needs a two-player board env with a vectorized core; "
                              f"{config.env_id} has none (use connect_four-v3 or tictactoe-v3)")
         self.dir = LeagueDir(services.settings.data_dir, config.name)
-        self.pool_name = f"league.{config.name}.{config.env_id}"
+        self.pool_name = league_pool(config.name, config.env_id)
         self.spec = make_spec(config.env_id, config.ppo.arch, actor_hparams(config.ppo))
         self.baselines = tuple(config.baselines or default_baselines(config.env_id))
         self.cache = SnapshotCache(services.pool, capacity=config.cache_size)

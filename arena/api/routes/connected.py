@@ -17,13 +17,12 @@ from typing import Annotated, Any
 import redis.asyncio as aredis
 from fastapi import APIRouter, Path, WebSocket
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.websockets import WebSocketDisconnect
 
 from arena.api.deps import Principal, StateDep, WriterDep, client_address, principal_for_token
 from arena.api.errors import error_responses
-from arena.api.schemas import MAX_ID, AgentPublic
+from arena.api.schemas import MAX_ID, AgentPublic, ConnectedAgentCreate
 from arena.connected.gateway import Connection
 from arena.connected.protocol import (
     CLOSE_FORBIDDEN,
@@ -50,16 +49,6 @@ router = APIRouter(tags=["connected agents"])
 
 HELLO_TIMEOUT_S = 10.0
 """A socket that has not said ``hello`` within this long is closed."""
-
-
-class ConnectedAgentCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    env: str = Field(max_length=64, examples=["connect_four-v3"])
-    name: str = Field(min_length=1, max_length=100, pattern=r"^[\w .:+@-]+$", examples=["my-negamax"])
-    role: str | None = Field(default=None, max_length=32,
-                             description="The role it plays in a role env (hider, seeker, predator, prey); "
-                             "omit in symmetric games.")
 
 
 class _Sockets:

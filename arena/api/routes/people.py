@@ -9,14 +9,13 @@ people are rated on the env's humans board (:mod:`arena.read.humans`), guests ar
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
 
 from arena.api.deps import OptionalWriterDep, SessionDep, StateDep, client_address
 from arena.api.errors import error_responses
+from arena.api.people_schemas import HumansPublic, PlayCreate, PlayPublic
 from arena.api.routes.envs import EnvId
 from arena.api.schemas import MAX_ID
 from arena.ladder.people import PLAYABLE_ENVS, Person, open_game
@@ -25,45 +24,6 @@ from envs.errors import InvalidParameter
 from envs.registry import get_spec
 
 router = APIRouter(tags=["people"])
-
-
-class PlayCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    seat: int | None = Field(default=None, ge=0, le=1,
-                             description="Your seat: 0 moves first, 1 second; null: drawn at random.")
-
-
-class PlayPublic(BaseModel):
-    match_id: str = Field(description="The match's id; its replay is /matches/{match_id} once it ends.")
-    human_agent_id: int = Field(description="The agent you play as (yours when signed in, else a guest's).")
-    seat: int = Field(description="Your seat (0 moves first).")
-    play_token: str = Field(description="Send it as 'token' in the WebSocket's hello; it plays only "
-                            "human_agent_id, until the match ends (an hour at most).")
-    ws_path: str = Field(description="The WebSocket to connect to (connected-agent protocol v1).")
-
-
-class HumanRow(BaseModel):
-    rank: int
-    user_id: int
-    name: str
-    agent_id: int = Field(description="The person's human agent of this env.")
-    mu: float
-    sigma: float
-    conservative: float = Field(description="mu - 3 sigma: what the board is ranked by.")
-    ci_low: float
-    ci_high: float
-    games: int
-    wins: int
-    draws: int
-    losses: int
-    last_match_at: datetime | None
-
-
-class HumansPublic(BaseModel):
-    env: str
-    count: int = Field(description="People on the board.")
-    data: list[HumanRow]
 
 
 @router.post(

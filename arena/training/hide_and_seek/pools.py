@@ -18,6 +18,7 @@ import safetensors.torch
 import torch
 
 from agents.checkpoint import make_spec, serialize_weights
+from arena.snapshots.keys import league_pool
 from arena.snapshots.pool import RedisSnapshotPool
 from envs.hide_and_seek.rules import ROLES
 from league.scheduling.matchmaking import PFSPWeighting, WinRateTable, pfsp_weights
@@ -40,7 +41,7 @@ class RolePools:
     def __init__(self, pool: RedisSnapshotPool, league: str, env_id: str, pfsp: PFSPWeighting, decay: float,
                  seed: int) -> None:
         self.pool, self.league, self.env_id, self.pfsp = pool, league, env_id, pfsp
-        self.names = {role: f"league.{league}.{env_id}.{role}" for role in ROLES}
+        self.names = {role: league_pool(league, env_id, role) for role in ROLES}
         """the pool name of each role"""
         self.tables = {role: WinRateTable(decay=decay) for role in ROLES}
         """each learner's decayed win rates against the other role's generations"""

@@ -40,6 +40,7 @@ from arena.engine import MatchJob, play_matches
 from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import register_env, register_snapshot_agent
 from arena.read.grid_frames import match_phases
+from arena.snapshots.keys import league_pool
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
 from arena.training.hide_and_seek.config import HideAndSeekLeagueConfig
@@ -59,7 +60,7 @@ SERVICE_FILE = "hide_and_seek_service.json"
 
 def league_row_name(config: HideAndSeekLeagueConfig) -> str:
     """Name of the league's ``leagues`` row (as the generic trainer names its own)."""
-    return f"league.{config.name}.{config.ppo.env_id}"
+    return league_pool(config.name, config.ppo.env_id)
 
 
 class HideAndSeekLeagueRun:
