@@ -23,7 +23,8 @@ from sqlalchemy.orm import Session
 from arena.ladder.registration import ladder_rating_env
 from arena.storage.db import repositories as repo
 from arena.storage.db.repositories.humans import HumanMatch, human_matches
-from league.ratings.rating import Rating, RatingEnv, rate_1v1
+from league.ratings.closed_form import rate_1v1_fast
+from league.ratings.rating import Rating, RatingEnv
 
 
 @dataclass
@@ -44,10 +45,10 @@ def rate_person(person: Rating, match: HumanMatch, env: RatingEnv) -> Rating:
     """The person's rating after ``match``; the agent's rating (then) is held fixed."""
     agent = env.new_rating() if match.agent_mu is None else Rating(match.agent_mu, match.agent_sigma)
     if match.result == "W":
-        return rate_1v1(person, agent, env=env)[0]
+        return rate_1v1_fast(person, agent, env=env)[0]
     if match.result == "L":
-        return rate_1v1(agent, person, env=env)[1]
-    return rate_1v1(person, agent, drawn=True, env=env)[0]
+        return rate_1v1_fast(agent, person, env=env)[1]
+    return rate_1v1_fast(person, agent, drawn=True, env=env)[0]
 
 
 def person_lines(matches: list[HumanMatch], env: RatingEnv) -> list[PersonLine]:

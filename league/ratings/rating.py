@@ -136,34 +136,13 @@ def _with_precise_retry(update: Callable[[trueskill.TrueSkill], T], env: RatingE
         return update(env.precise)
 
 
-def rate_1v1(
-    winner: Rating, loser: Rating, drawn: bool = False, *, env: RatingEnv
-) -> tuple[Rating, Rating]:
-    """Updates two ratings after a head-to-head match, via the trueskill package.
-
-    Args:
-        winner: Rating of the winner (or of the first player when ``drawn``).
-        loser: Rating of the loser (or of the second player when ``drawn``).
-        drawn: Whether the match was a draw.
-        env: The ladder's rating environment.
-
-    Returns:
-        The new ``(winner, loser)`` ratings.
-    """
-
-    def update(ts_env: trueskill.TrueSkill) -> tuple[Rating, Rating]:
-        new_w, new_l = trueskill.rate_1vs1(
-            _to_package(winner), _to_package(loser), drawn=drawn, env=ts_env
-        )
-        return _from_package(new_w), _from_package(new_l)
-
-    return _with_precise_retry(update, env)
-
-
 def rate_teams(
     teams: Sequence[Sequence[Rating]], ranks: Sequence[int], *, env: RatingEnv
 ) -> list[list[Rating]]:
     """Updates the ratings of a team match, a free-for-all, or any mix of the two.
+
+    A 1v1 is two teams of one (what ``trueskill.rate_1vs1`` does); the ladder rates those
+    with :func:`league.ratings.closed_form.rate_1v1_fast`, which falls back to this.
 
     Args:
         teams: Ratings of each team's members; a free-for-all is teams of one.

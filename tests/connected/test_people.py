@@ -30,7 +30,8 @@ from arena.read.humans import humans_board
 from arena.runners import InProcessRunner
 from arena.storage.db import repositories as repo
 from envs.registry import get_spec
-from league.ratings.rating import Rating, RatingEnv, rate_1v1
+from league.ratings.closed_form import rate_1v1_fast
+from league.ratings.rating import Rating, RatingEnv
 from tests.api.helpers import seed_ladder
 
 ENV = "tictactoe-v3"
@@ -44,10 +45,10 @@ def first_legal(obs: np.ndarray, mask: np.ndarray) -> int:
 def expected_person(person: Rating, result: str, agent: Rating, env: RatingEnv) -> Rating:
     """The person's rating after one game, the agent's held fixed (written out here, not imported)."""
     if result == "W":
-        return rate_1v1(person, agent, env=env)[0]
+        return rate_1v1_fast(person, agent, env=env)[0]
     if result == "L":
-        return rate_1v1(agent, person, env=env)[1]
-    return rate_1v1(person, agent, drawn=True, env=env)[0]
+        return rate_1v1_fast(agent, person, env=env)[1]
+    return rate_1v1_fast(person, agent, drawn=True, env=env)[0]
 
 
 def agent_rating(services, agent_id: int) -> tuple[Rating, int]:

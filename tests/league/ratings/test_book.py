@@ -7,7 +7,7 @@ import pytest
 import trueskill
 
 from league.ratings.book import MIN_WAVE, MatchResult, RatingBook, Standing, _waves, rate_match
-from league.ratings.rating import Rating, RatingEnv, rate_1v1
+from league.ratings.rating import Rating, RatingEnv, rate_teams
 
 ENV = RatingEnv()
 
@@ -101,7 +101,8 @@ def test_a_wave_with_an_extreme_upset_falls_back_to_the_package_for_that_match_o
 
     assert len(_waves(results)) == 1
     assert got == [reference.apply(*r) for r in results]
-    assert got[0][0].after == rate_1v1(Rating(0.0, 0.5), Rating(150.0, 0.5), env=ENV)[0]
+    [[package_after], _] = rate_teams([[Rating(0.0, 0.5)], [Rating(150.0, 0.5)]], [0, 1], env=ENV)
+    assert got[0][0].after == package_after
 
 
 def test_a_batch_with_three_team_matches_is_rated_in_order():
