@@ -1,0 +1,1 @@
+"""Competitions, pure: the final evaluation's certification and schedule, tournaments, divisions."""
