@@ -5,27 +5,3 @@ hide-and-seek-v0 and :mod:`envs.hide_and_seek.device.core_v1` hide-and-seek-v1. 
 numpy core (and so a PettingZoo env) exactly and is checked against it by a differential
 test over 10,000 random games.
 """
-
-from envs.device.boards import (
-    TORCH_BOARD_CORES,
-    TorchBoardCore,
-    TorchBoards,
-    TorchConnectFour,
-    TorchTicTacToe,
-    make_torch_board_core,
-)
-from envs.hide_and_seek.device.core import LayoutBank, TorchHideAndSeekCore
-from envs.hide_and_seek.device.core_v1 import LayoutBankV1, TorchHideAndSeekV1Core
-
-__all__ = [
-    "TORCH_BOARD_CORES",
-    "LayoutBank",
-    "LayoutBankV1",
-    "TorchBoardCore",
-    "TorchBoards",
-    "TorchConnectFour",
-    "TorchHideAndSeekCore",
-    "TorchHideAndSeekV1Core",
-    "TorchTicTacToe",
-    "make_torch_board_core",
-]

@@ -13,22 +13,5 @@
 =====================  ===========================================================
 
 Arrows point down the table: rules <- layouts <- cores <- envs; nothing here imports a
-trainer or a league. ``envs.hide_and_seek`` was v0's env module: its names
-(``HideAndSeekEnv``, ``parallel_env``, ``COLORS``, ``CELL_PIXELS``) still resolve here for
-one release (deprecated; import :mod:`envs.hide_and_seek.env`).
+trainer or a league. The package itself imports nothing: import the layer you need.
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-_V0_ENV = ("CELL_PIXELS", "COLORS", "HideAndSeekEnv", "parallel_env")
-
-
-def __getattr__(name: str) -> Any:
-    """v0's env names, imported on first use (the package itself stays light)."""
-    if name in _V0_ENV:
-        from envs.hide_and_seek import env
-
-        return getattr(env, name)
-    raise AttributeError(f"module 'envs.hide_and_seek' has no attribute {name!r}")

@@ -1,13 +1,9 @@
-"""Hide-and-seek's one home: ids defined once, old import paths still work, no import cycles."""
+"""Hide-and-seek's one home: ids defined once, no import cycles."""
 
 from __future__ import annotations
 
 import ast
-import importlib
-import sys
 from pathlib import Path
-
-import pytest
 
 from envs.hide_and_seek import rules
 from envs.registry import get_spec, make_env
@@ -17,37 +13,6 @@ HIDE_AND_SEEK = [
     "envs/hide_and_seek", "agents/hide_and_seek", "agents/role_baselines.py",
     "agents/trainers", "arena/training",
 ]
-OLD_PATHS = {
-    "envs.hide_and_seek_core": "envs.hide_and_seek.core",
-    "envs.hide_and_seek_grid": "envs.hide_and_seek.layouts",
-    "envs.hide_and_seek_v1": "envs.hide_and_seek.env_v1",
-    "envs.hide_and_seek_v1_core": "envs.hide_and_seek.core_v1",
-    "envs.hide_and_seek_v1_grid": "envs.hide_and_seek.layouts_v1",
-    "envs.device.hide_and_seek": "envs.hide_and_seek.device.core",
-    "envs.device.hide_and_seek_v1": "envs.hide_and_seek.device.core_v1",
-    "agents.trainers.ppo_hide_and_seek": "agents.trainers.hide_and_seek.ppo",
-    "agents.trainers.hide_and_seek_generations": "agents.trainers.hide_and_seek.generations",
-    "agents.trainers.hide_and_seek_device": "agents.trainers.hide_and_seek.episodes",
-    "arena.training.hide_and_seek_league": "arena.training.hide_and_seek.league",
-    "arena.training.hide_and_seek_service": "arena.training.hide_and_seek.service",
-    **{f"agents.hide_and_seek_{m}": f"agents.hide_and_seek.{m}" for m in ("model", "planner", "bounds", "feasibility")},
-}
-
-
-@pytest.mark.parametrize("old", sorted(OLD_PATHS))
-def test_old_import_paths_re_export_the_moved_modules(old: str) -> None:
-    shim, new = importlib.import_module(old), importlib.import_module(OLD_PATHS[old])
-    assert shim.__all__
-    homes = ("envs.hide_and_seek.", "agents.hide_and_seek.", "agents.trainers.hide_and_seek.",
-             "agents.trainers.ppo_core", "arena.training.hide_and_seek.")
-    moved = [m for name, m in sys.modules.items() if name.startswith(homes)]
-    assert new in moved
-    for name in shim.__all__:
-        obj = getattr(shim, name)
-        assert any(obj is v for m in moved for v in vars(m).values()), name  # the object itself, not a copy
-    # v0's env module became the package: its names still resolve there.
-    package = importlib.import_module("envs.hide_and_seek")
-    assert package.HideAndSeekEnv is importlib.import_module("envs.hide_and_seek.env").HideAndSeekEnv
 
 
 def test_the_ids_are_the_rules_ones_everywhere() -> None:
