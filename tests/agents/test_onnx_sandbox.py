@@ -40,6 +40,9 @@ from agents.policy import MatchRng, PolicyCrashed
 from arena.api.errors import status_code_of
 from arena.engine import MatchJob, play_matches
 from tests.agents.onnx_corpus import ENV, honest_model, long_operator, play_time_hostiles, spec_json
+from tests.agents.sandbox_workers import burning_in_request, wait_until_dead
+
+LOOP_LIMIT_S = 60.0  # the looping model's deadline: long enough to kill it from here, mid-run
 
 
 @pytest.fixture(scope="module")
@@ -57,19 +60,15 @@ def _obs(rows: int, shape: tuple[int, ...] = (3, 3, 2), seed: int = 0) -> np.nda
     return (np.random.default_rng(seed).random((rows, *shape)) < 0.3).astype(np.float32)
 
 
-def _kill_busy_workers(box: OnnxSandbox, stop: threading.Event, killed: list[int],
-                       busy_for_s: float = 0.3) -> None:
-    """SIGKILL every worker that stays busy ``busy_for_s`` (a model that loops), until ``stop``."""
-    seen: dict[int, float] = {}
+def _kill_looping_workers(box: OnnxSandbox, stop: threading.Event, killed: list[int], limit_s: float) -> None:
+    """SIGKILL every worker inside a run of deadline ``limit_s`` that has burned CPU time of
+    its own (a model that loops), until ``stop``."""
     while not stop.is_set():
-        now = time.monotonic()
-        busy = set(box.pids(busy=True))
-        seen = {pid: seen.get(pid, now) for pid in busy}
-        for pid, since in seen.items():
-            if now - since >= busy_for_s and pid not in killed:
+        for pid in box.pids(busy=True):
+            if pid not in killed and burning_in_request(pid, limit_s):
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
-        time.sleep(0.02)
+        time.sleep(0.01)  # a bounded poll: the caller sets ``stop`` when its call returns
 
 
 def test_sandboxed_logits_equal_in_process_onnxruntime(sandbox: OnnxSandbox) -> None:
@@ -125,9 +124,9 @@ def test_one_long_operator_is_killed_at_its_deadline(sandbox: OnnxSandbox) -> No
 
 @pytest.mark.timeout(120)
 def test_a_worker_killed_mid_run_costs_that_call_only(sandbox: OnnxSandbox) -> None:
-    policy = _policy(play_time_hostiles()["loop_in_play"], sandbox, time_limit_s=60.0)
+    policy = _policy(play_time_hostiles()["loop_in_play"], sandbox, time_limit_s=LOOP_LIMIT_S)
     stop, killed = threading.Event(), []
-    killer = threading.Thread(target=_kill_busy_workers, args=(sandbox, stop, killed))
+    killer = threading.Thread(target=_kill_looping_workers, args=(sandbox, stop, killed, LOOP_LIMIT_S))
     killer.start()
     try:
         with pytest.raises(SandboxCrashed, match="killed by SIGKILL") as info:
@@ -146,17 +145,17 @@ def _jobs(a: str, b: str, n: int, start: int = 0) -> list[MatchJob]:
 
 @pytest.mark.timeout(180)
 def test_a_crash_in_a_match_forfeits_only_that_models_matches(sandbox: OnnxSandbox) -> None:
-    crashing = _policy(play_time_hostiles()["loop_in_play"], sandbox, time_limit_s=60.0)
+    crashing = _policy(play_time_hostiles()["loop_in_play"], sandbox, time_limit_s=LOOP_LIMIT_S)
     honest = _policy(honest_model(seed=7), sandbox)
     random, heuristic = make_policy("random", ENV), make_policy("heuristic", ENV)
     policies = {p.agent_id: p for p in (crashing, honest, random, heuristic)}
     jobs = _jobs(crashing.agent_id, random.agent_id, 32) + _jobs(heuristic.agent_id,
                                                                    random.agent_id, 16, start=32)
     stop, killed = threading.Event(), []
-    killer = threading.Thread(target=_kill_busy_workers, args=(sandbox, stop, killed))
+    killer = threading.Thread(target=_kill_looping_workers, args=(sandbox, stop, killed, LOOP_LIMIT_S))
     killer.start()
     try:
-        records = play_matches(ENV, jobs, policies, time_budget_s=60.0)
+        records = play_matches(ENV, jobs, policies, time_budget_s=LOOP_LIMIT_S)
     finally:
         stop.set()
         killer.join()
@@ -190,9 +189,10 @@ def test_the_same_seeds_play_the_same_moves_in_any_worker(sandbox: OnnxSandbox) 
     mask[:, 0] = True
     seeds = gen.integers(0, 2**62, 512)
     first = policy.act(obs, mask, MatchRng(seeds, np.zeros(512), np.zeros(512)))
-    for pid in sandbox.pids():  # every worker replaced: the model is reloaded elsewhere
+    pids = sandbox.pids()
+    for pid in pids:  # every worker replaced: the model is reloaded elsewhere
         os.kill(pid, signal.SIGKILL)
-    time.sleep(0.2)
+    wait_until_dead(pids)
     again = policy.act(obs, mask, MatchRng(seeds, np.zeros(512), np.zeros(512)))
     np.testing.assert_array_equal(first, again)
 

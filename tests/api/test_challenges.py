@@ -104,7 +104,15 @@ def test_a_challenge_queued_while_no_service_runs_is_played_when_one_starts(clie
     answer = queued.json()
     assert (answer["status"], answer["recorded"], answer["results"], answer["rated"]) == ("queued", 0, [], False)
     assert len(answer["match_ids"]) == 4 and answer["agents"] == body["agents"]
-    time.sleep(0.5)
+    # What the request left for a service: the record, queued and untouched, with every
+    # match fixed, its id on the queue and among the open ones; and no match played.
+    keys = services.pool.keys
+    stored = load_challenge(services.redis, keys, answer["id"])
+    assert (stored.status, stored.attempts, stored.recorded, stored.finished) == ("queued", 0, 0, 0.0)
+    assert stored.request.match_ids == answer["match_ids"] and list(stored.request.agent_ids) == body["agents"]
+    assert not stored.request.rated and stored.request.env_id == ENV
+    assert services.redis.lrange(keys.challenge_queue(), 0, -1) == [answer["id"].encode()]
+    assert services.redis.smembers(keys.challenges_open()) == {answer["id"].encode()}
     assert client.get(queued.headers["Location"]).json()["status"] == "queued"
     with services.sessions() as session:
         assert repo.count_matches(session) == before  # the request played nothing

@@ -20,6 +20,7 @@ import pytest
 
 from agents.onnx_agents.sandbox import validation_sandbox
 from tests.agents.onnx_corpus import honest_model, hostile_corpus, spec_json
+from tests.agents.sandbox_workers import burning_in_request
 from tests.api.helpers import API, new_user, stored_state
 from tests.api.test_onnx_uploads import send
 
@@ -32,16 +33,17 @@ def settings_overrides() -> dict[str, Any]:
     return {"max_upload_bytes": 1 << 20, "onnx_probe_limit_s": PROBE_LIMIT_S}
 
 
-def _kill_when_busy(pids: list[int], stop: threading.Event) -> None:
+def _kill_in_the_probe_run(pids: list[int], stop: threading.Event) -> None:
+    """SIGKILL the validation worker once it is inside the probe run and looping (past the
+    checker and the load: a run of the probe deadline that has burned CPU time of its own)."""
     sandbox = validation_sandbox()
     while not stop.is_set() and not pids:
-        busy = sandbox.pids(busy=True)
-        if busy:
-            time.sleep(0.5)  # past the checker and the load: inside the probe run
-            for pid in set(busy) & set(sandbox.pids(busy=True)):
+        for pid in sandbox.pids(busy=True):
+            if burning_in_request(pid, PROBE_LIMIT_S):
                 os.kill(pid, signal.SIGKILL)
                 pids.append(pid)
-        time.sleep(0.02)
+                break
+        time.sleep(0.01)  # a bounded poll of the condition above (the upload ends it at the latest)
 
 
 @pytest.mark.timeout(120)  # a hang guard, not a timing assert
@@ -51,7 +53,7 @@ def test_a_validation_process_killed_mid_run_stores_nothing(client, services):
     before = stored_state(services)
     killed: list[int] = []
     stop = threading.Event()
-    killer = threading.Thread(target=_kill_when_busy, args=(killed, stop))
+    killer = threading.Thread(target=_kill_in_the_probe_run, args=(killed, stop))
     killer.start()
     try:
         response = send(client, token, LOOPING, spec_json(), name="looping")

@@ -1,0 +1,66 @@
+"""What a test sees of an ONNX worker process from outside: which request it is inside, and
+whether it has died.
+
+A worker moves its soft ``RLIMIT_CPU`` before every request to the CPU time it has used
+plus what that request may use (``limit_s * threads + 1`` seconds:
+:func:`agents.onnx_agents.confine.limit_cpu`), so the CPU seconds a worker has left
+(``/proc/<pid>/limits`` against ``/proc/<pid>/stat``) say which request it is in and how
+much of it it has burned. A test that must kill a worker inside a long run waits for that
+instead of sleeping and guessing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_left_s(pid: int) -> float | None:
+    """CPU seconds process ``pid`` may still use before the kernel kills it.
+
+    ``None`` when it has no CPU limit (a worker that has had no request yet) or is gone.
+    """
+    try:
+        limits = Path(f"/proc/{pid}/limits").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    soft = next(line.split()[3] for line in limits.splitlines() if line.startswith("Max cpu time"))
+    if soft == "unlimited":
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # from field 3 (state) on: the name may hold spaces
+    used = (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14 and 15)
+    return int(soft) - used
+
+
+def burning_in_request(pid: int, limit_s: float, threads: int = 1, burned_s: float = 0.5) -> bool:
+    """Whether worker ``pid`` is inside a request of deadline ``limit_s`` (run with
+    ``threads``) and has burned more than ``burned_s`` CPU seconds of it already.
+
+    Such a request may use ``limit_s * threads + 1`` CPU seconds and starts with up to one
+    more left (the soft limit is whole seconds); a request with less than half of that
+    (a check, a load, a shorter run) does not count.
+    """
+    allowance_s = limit_s * threads + 1.0
+    left = cpu_left_s(pid)
+    return left is not None and allowance_s / 2 < left <= allowance_s - burned_s
+
+
+def dead(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie not yet reaped counts)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def wait_until_dead(pids: list[int], timeout_s: float = 30.0) -> None:
+    """Return once every process of ``pids`` has ended; fail the test after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not all(dead(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"processes {pids} still alive {timeout_s}s after they were killed"
+        time.sleep(0.01)
