@@ -304,7 +304,7 @@ def serve(data_dir: str, port: int, workers: int) -> None:
     import uvicorn
 
     from arena.api.app import create_app
-    from arena.settings import Settings
+    from arena.core.settings import Settings
     from arena.storage.wiring import open_services
 
     logging.basicConfig(level=logging.WARNING)

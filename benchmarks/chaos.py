@@ -60,13 +60,13 @@ from sqlalchemy import func, make_url, select
 
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
+from arena.core.settings import Settings
 from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.ladder.recorder import rebuild_ratings
 from arena.ladder.registration import register_snapshot_agent
 from arena.runners import AgentSource
 from arena.runners.on_ray import RayMatchRunner
-from arena.settings import Settings
 from arena.storage.db import models
 from arena.storage.db import repositories as repo
 from arena.storage.redis_server import EmbeddedRedis

@@ -247,9 +247,9 @@ def main() -> None:
     if args.smoke:
         args.matches, args.rtt_batches = BATCH, 20
 
+    from arena.core.settings import Settings
     from arena.ladder.registration import register_builtin_agents
     from arena.runners import AgentSource, InProcessRunner
-    from arena.settings import Settings
     from arena.storage.redis_server import EmbeddedRedis
     from arena.storage.wiring import open_services
 

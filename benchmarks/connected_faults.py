@@ -208,11 +208,11 @@ def main() -> None:
     if args.smoke:
         args.seconds, args.kill_every = 2.0, 1.0
 
+    from arena.core.settings import Settings
     from arena.ladder.background import BackgroundService, ServiceConfig
     from arena.ladder.pacing import PacingConfig
     from arena.ladder.registration import register_builtin_agents
     from arena.runners import InProcessRunner
-    from arena.settings import Settings
     from arena.storage.redis_server import EmbeddedRedis
     from arena.storage.wiring import open_services
 

@@ -48,12 +48,12 @@ from agents.catalog import make_policy
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
 from agents.policy import MatchRng, derive_seed
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
+from arena.core.settings import Settings
 from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.ladder.registration import register_env, register_snapshot_agent
 from arena.runners import AgentSource
 from arena.runners.on_ray import RayMatchRunner, init_ray
-from arena.settings import Settings
 from arena.storage.db import make_engine, models, session_factory, upgrade
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services

@@ -68,9 +68,9 @@ from agents.neural import NeuralPolicy
 from agents.policy import MatchRng
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig
 from agents.trainers.ppo_selfplay import PPOConfig, SelfPlayPPO, actor_hparams, gae
+from arena.core.settings import Settings
 from arena.engine import play_matches
 from arena.engine.plan import plan_matches
-from arena.settings import Settings
 from arena.storage.wiring import open_services
 from arena.training.trainer import LeagueConfig, LeagueTrainer
 from envs.connect_four import ConnectFourCore

@@ -41,11 +41,11 @@ if sys.path and Path(sys.path[0]).resolve() == _ROOT / "benchmarks":
 
 from agents.catalog import make_policy
 from agents.trainers.exploit_probe import ProbeConfig, probe_exploitability
+from arena.core.settings import Settings
 from arena.evaluation.probe_backends import ProcessProbeBackend
 from arena.evaluation.probes import ProbeService, queue_probe
 from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.runners import AgentSource, InProcessRunner
-from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services, open_services
 

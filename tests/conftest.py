@@ -27,8 +27,8 @@ def ray_cluster():
     one GPU).
     """
     ray = pytest.importorskip("ray")
+    from arena.core.settings import Settings
     from arena.runners.on_ray import init_ray
-    from arena.settings import Settings
 
     init_ray(Settings(ray_object_store_bytes=256 * 1024 * 1024), num_cpus=2, num_gpus=4)
     yield ray

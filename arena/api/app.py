@@ -19,8 +19,8 @@ from arena.api.docs import docs_router
 from arena.api.errors import install_error_handlers
 from arena.api.routes import api_router
 from arena.api.state import ApiState
-from arena.metrics import metrics_app
-from arena.settings import get_settings
+from arena.core.metrics import metrics_app
+from arena.core.settings import get_settings
 from arena.storage.wiring import Services, open_services
 
 log = logging.getLogger(__name__)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import redis
 
-from arena.settings import Settings
+from arena.core.settings import Settings
 from arena.snapshots.keys import RedisKeys
 from envs.errors import TooManyRequests
 

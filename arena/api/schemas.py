@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
 from arena.read.boards import LeaderboardRow
 from arena.read.ratings import RatingStats
 

@@ -23,8 +23,8 @@ def export(
 ) -> None:
     """Export the match log of ENV: observations re-simulated from the records, actions, rewards,
     ends, per seat and agent, with agent keys and ratings (docs/datasets.md)."""
+    from arena.core.settings import Settings, get_settings
     from arena.datasets import export_board
-    from arena.settings import Settings, get_settings
     from arena.storage.db import repositories as repo
     from arena.storage.wiring import open_database
     from envs.registry import get_spec

@@ -80,7 +80,7 @@ def train(
     """Train a league for N minutes with a live display, then rate every generation and plot it."""
     import time
 
-    from arena.settings import get_settings
+    from arena.core.settings import get_settings
     from arena.training.state import LeagueDir
     from league.scheduling.roles import learner_names
 
@@ -213,7 +213,7 @@ def hide_and_seek(
 @league_app.command("status")
 def status(name: str = typer.Option("main", help="League name.")) -> None:
     """Show a saved league: learners, snapshots, ratings, files."""
-    from arena.settings import get_settings
+    from arena.core.settings import get_settings
     from arena.training.state import LeagueDir
 
     league_dir = LeagueDir(get_settings().data_dir, name)

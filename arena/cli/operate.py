@@ -46,7 +46,7 @@ def file_snapshot(path: str) -> tuple[bytes, CheckpointSpec]:
 def agent_sources(names: list[str], env_id: str, services) -> list:
     """AgentSources for builtin names and ``file:`` checkpoints or ONNX models (registered as agents)."""
     from agents.catalog import make_policy
-    from arena.agent_status import AgentStatus
+    from arena.core.agent_status import AgentStatus
     from arena.ladder.registration import register_snapshot_agent
     from arena.runners import AgentSource
 
@@ -142,7 +142,7 @@ def leaderboard(
 
         remote_leaderboard(server, env, role, limit)
         return
-    from arena.settings import get_settings
+    from arena.core.settings import get_settings
     from arena.storage.wiring import open_database
     from envs.registry import get_spec
 
@@ -160,8 +160,8 @@ def ratings_rebuild(
     write: bool = typer.Option(False, "--write", help="Replace the live ratings with the rebuilt ones."),
 ) -> None:
     """Recompute every rating from the match log; exit 1 if it differs from the live ratings."""
+    from arena.core.settings import get_settings
     from arena.ladder.recorder import rebuild_ratings
-    from arena.settings import get_settings
     from arena.storage.wiring import open_database
     from envs.registry import get_spec
 
@@ -184,7 +184,7 @@ def ratings_rebuild(
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Migrate the configured database (ARENA_DATABASE_URL) to the latest schema."""
-    from arena.settings import get_settings, resolved_database_url
+    from arena.core.settings import get_settings, resolved_database_url
     from arena.storage.db import current_revision
     from arena.storage.wiring import open_database
 
@@ -204,12 +204,12 @@ def serve(
     import uvicorn
 
     from arena.api.app import create_app
+    from arena.core.logs import configure_logging
+    from arena.core.settings import get_settings
     from arena.evaluation.probes import ProbeService
     from arena.ladder.background import BackgroundService, ServiceConfig
     from arena.ladder.demo import seed_demo
-    from arena.logs import configure_logging
     from arena.runners import InProcessRunner
-    from arena.settings import get_settings
     from arena.storage.wiring import open_services
 
     settings = get_settings()

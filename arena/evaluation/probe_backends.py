@@ -8,8 +8,8 @@ import queue
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from arena.core.settings import Settings
 from arena.evaluation.probe_worker import ProbeJob, probe_process_main, run_probe_task
-from arena.settings import Settings
 
 __all__ = ["ProbeBackend", "ProbeEvent", "ProcessProbeBackend", "RayProbeBackend", "make_backend"]
 

@@ -41,10 +41,10 @@ from functools import cache
 
 from sqlalchemy.orm import Session
 
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
+from arena.core.settings import Settings
 from arena.evaluation.probe_backends import ProbeBackend, ProbeEvent, make_backend
 from arena.evaluation.probe_worker import ProbeJob
-from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
 from arena.storage.wiring import Services

@@ -40,7 +40,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agents.catalog import make_policy
-from arena.agent_status import ACTIVE, AgentStatus
+from arena.core.agent_status import ACTIVE, AgentStatus
+from arena.core.metrics import observe_worker_stats, set_matches_queued, set_queue_depth
+from arena.core.settings import Settings
 from arena.engine import MatchEngine
 from arena.engine.plan import plan_matches
 from arena.engine.records import Termination
@@ -52,9 +54,7 @@ from arena.ladder.people import HumanMatchQueue
 from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import ladder_envs, register_builtin_agents
 from arena.ladder.retention import ReplayRetention
-from arena.metrics import observe_worker_stats, set_matches_queued, set_queue_depth
 from arena.runners import MatchRunner
-from arena.settings import Settings
 from arena.snapshots.cache import load_snapshot_policy
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 
 import redis
 
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
 from arena.engine.plan import plan_matches
 from arena.ladder.dispatch import CONNECTED_KINDS
 from arena.snapshots.keys import RedisKeys

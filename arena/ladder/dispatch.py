@@ -27,12 +27,12 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from agents.policy import derive_seed
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
+from arena.core.metrics import set_in_flight
 from arena.engine import MatchJob
 from arena.ladder.pacing import choose_lineups
 from arena.ladder.recorder import MatchRecorder, load_book
 from arena.ladder.registration import register_builtin_agents, register_env
-from arena.metrics import set_in_flight
 from arena.runners import AgentSource, MatchBatch, MatchRunner
 from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arena.settings import Settings
+from arena.core.settings import Settings
 from league.ratings.book import RatingBook
 from league.ratings.rating import RatingEnv
 from league.scheduling.scheduler import LadderScheduler, Phase, SchedulePlan, SchedulerConfig, information_lineups

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 
 import redis
 
-from arena.agent_status import ACTIVE, AgentStatus
+from arena.core.agent_status import ACTIVE, AgentStatus
 from arena.engine import MatchJob
 from arena.ladder.dispatch import CONNECTED_KINDS, agent_source
 from arena.ladder.lane import ConnectedLane

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from arena.core.metrics import observe_batch
 from arena.engine import MatchRecord
 from arena.engine.records import gc_paused
 from arena.ladder.registration import ladder_rating_env
-from arena.metrics import observe_batch
 from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
 from envs.spec import EnvSpec

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from agents.checkpoint import CheckpointSpec
 from agents.role_baselines import baseline_role
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
 from arena.storage.db import repositories as repo
 from envs.errors import InvalidSubmission
 from envs.registry import builtin_env_ids, get_spec

@@ -37,7 +37,7 @@ import numpy as np
 from pydantic import Field
 from sqlalchemy.orm import Session
 
-from arena.agent_status import FINISHED
+from arena.core.agent_status import FINISHED
 from arena.ladder.registration import ladder_rating_env
 from arena.read.evaluation import rankings_public
 from arena.read.ratings import RatingStats

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
 from arena.evaluation.fingerprint_positions import fingerprint_positions
 from arena.evaluation.fingerprints import FingerprintStore
 from arena.storage.db import repositories as repo

@@ -14,8 +14,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from arena.agent_status import ACTIVE, WAITING
 from arena.api.state import ApiState
+from arena.core.agent_status import ACTIVE, WAITING
 from arena.evaluation.probes import probe_supported
 from arena.ladder.registration import ladder_rating_env
 from arena.read import boards

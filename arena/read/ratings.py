@@ -9,7 +9,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, Field
 
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
 from arena.storage.db import repositories as repo
 from league.ratings.book import DEFAULT_TARGET_SIGMA
 from league.ratings.rating import Rating, RatingEnv

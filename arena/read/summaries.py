@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
 from arena.ladder.registration import ladder_rating_env
 from arena.read.ratings import RatingStats, matches_to_settle
 from arena.snapshots.formats import snapshot_format

@@ -26,12 +26,12 @@ from ray.exceptions import (
     WorkerCrashedError,
 )
 
+from arena.core.settings import Settings, ray_init_kwargs
 from arena.engine import MatchRecord
 from arena.engine.records import gc_paused
 from arena.runners.batches import ConnectedPolicySource, MatchBatch, PolicyResolver, SnapshotPolicies, play_batch
 from arena.runners.devices import gpus_per_worker as worker_gpus
 from arena.runners.devices import match_engine, select_device
-from arena.settings import Settings, ray_init_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def init_ray(settings: Settings, num_cpus: int | None = None, num_gpus: float | 
 
     Args:
         settings: ``ray_address``, else a local instance with ``ray_object_store_bytes``
-            (:func:`arena.settings.ray_init_kwargs`).
+            (:func:`arena.core.settings.ray_init_kwargs`).
         num_cpus: CPUs of a local instance (default: every CPU of this machine).
         num_gpus: GPUs of a local instance (default: Ray detects them). Logical GPUs on a
             CPU-only machine exercise the GPU placement (the test suite's cluster has 4).

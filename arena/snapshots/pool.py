@@ -28,7 +28,7 @@ import redis
 from torch import nn
 
 from agents.checkpoint import DEFAULT_MAX_BYTES, CheckpointSpec, serialize_weights, validate_spec
-from arena.settings import Settings
+from arena.core.settings import Settings
 from arena.snapshots.durable import DurableStore, FileSnapshotStore, SnapshotRecord
 from arena.snapshots.formats import verify_snapshot
 from arena.snapshots.keys import RedisKeys, check_pool_name, check_sha256

@@ -17,7 +17,7 @@ from pathlib import Path
 import redis
 
 from arena.connected.policy import ConnectedPolicies
-from arena.settings import Settings, get_settings, resolved_database_url
+from arena.core.settings import Settings, get_settings, resolved_database_url
 from arena.snapshots.cache import SnapshotCache
 from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.pool import RedisSnapshotPool

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
 from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.runners import AgentSource, InProcessRunner

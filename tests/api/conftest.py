@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from arena.api import create_app
-from arena.settings import Settings
+from arena.core.settings import Settings
 from arena.storage.wiring import Services, open_services
 from tests.api.helpers import RAISED_LIMITS
 

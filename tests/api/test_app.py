@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from arena.api import create_app
-from arena.settings import get_settings
+from arena.core.settings import get_settings
 from tests.api.helpers import API, auth, checkpoint, new_user, upload
 
 
@@ -49,9 +49,9 @@ def test_metrics_endpoint_counts_recorded_matches(migrated_db_url, redis_url, tm
     from fastapi.testclient import TestClient
 
     from arena.api.app import create_app
+    from arena.core.settings import Settings
     from arena.ladder.dispatch import LadderConfig, open_ladder
     from arena.runners import AgentSource, InProcessRunner
-    from arena.settings import Settings
     from arena.storage.wiring import open_services
 
     settings = Settings(data_dir=tmp_path, database_url=migrated_db_url, redis_url=redis_url)

@@ -140,9 +140,9 @@ def test_leaderboard_pages_are_reused_within_the_cache_window(migrated_db_url, r
     from fastapi.testclient import TestClient
 
     from arena.api.app import create_app
+    from arena.core.settings import Settings
     from arena.ladder.dispatch import LadderConfig, open_ladder
     from arena.runners import AgentSource, InProcessRunner
-    from arena.settings import Settings
     from arena.storage.wiring import open_services
 
     now = [0.0]

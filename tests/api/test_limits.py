@@ -13,7 +13,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from arena.api.limits import Limits
-from arena.settings import Settings
+from arena.core.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.redis_server import free_port
 from tests.api.conftest import ADMIN_TOKEN

@@ -20,7 +20,7 @@ def test_league_train_then_status(tmp_path):
     from fastapi.testclient import TestClient
 
     from arena.api import create_app
-    from arena.settings import Settings
+    from arena.core.settings import Settings
     from arena.storage.wiring import open_services
 
     with open_services(Settings(data_dir=tmp_path)) as services, TestClient(create_app(services)) as client:
@@ -45,7 +45,7 @@ def test_hide_and_seek_league_command_publishes_its_timeline(tmp_path):
               data_dir=tmp_path, timeout=180)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "web page /leagues/1" in res.stdout and "generation 1:" in res.stdout
-    from arena.settings import Settings
+    from arena.core.settings import Settings
     from arena.storage.db import repositories as repo
     from arena.storage.wiring import open_services
 

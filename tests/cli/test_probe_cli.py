@@ -8,11 +8,11 @@ import pytest
 
 from arena.api.app import create_app
 from arena.client import ArenaClient
+from arena.core.settings import Settings
 from arena.evaluation.probe_backends import ProcessProbeBackend
 from arena.evaluation.probes import ProbeService
 from arena.ladder.dispatch import LadderConfig, agent_source, open_ladder
 from arena.runners import AgentSource, InProcessRunner
-from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
 from tests.api.helpers import ENV, checkpoint

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from arena.core.settings import Settings
 from arena.ladder.challenge_queue import ChallengeQueue
 from arena.ladder.lane import ConnectedLane
-from arena.settings import Settings
 from arena.storage.wiring import Services, open_services
 from tests.api.helpers import RAISED_LIMITS
 from tests.client.live import LiveServer

@@ -95,10 +95,10 @@ def live_arena(tmp_path: Path, db_url: str, redis_url: str, env: str, *, ladder:
     exists), as ``arena serve`` does."""
     from arena.api.app import create_app
     from arena.client import ArenaClient
+    from arena.core.settings import Settings
     from arena.ladder.background import BackgroundService, ServiceConfig
     from arena.ladder.registration import register_builtin_agents
     from arena.runners import InProcessRunner
-    from arena.settings import Settings
     from arena.storage.wiring import open_services
 
     settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=db_url,

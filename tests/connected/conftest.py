@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from arena.connected.client import AgentClient
-from arena.settings import Settings
+from arena.core.settings import Settings
 from arena.storage.wiring import Services, open_services
 from tests.api.helpers import RAISED_LIMITS
 from tests.client.live import LiveServer

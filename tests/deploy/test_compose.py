@@ -4,7 +4,7 @@
    after interpolation with the values of .env.example (``compose-spec.json`` here is
    the upstream schema, see README.md in this folder).
 2. It agrees with the application: every ``ARENA_*`` variable is a field of
-   :class:`arena.settings.Settings`, the values compose passes parse as Settings and
+   :class:`arena.core.settings.Settings`, the values compose passes parse as Settings and
    point at services that exist, the published port is the app's port, the commands
    parse with the real ``arena`` CLI.
 3. It is operable: named volumes are declared, every service has a healthcheck and
@@ -24,7 +24,7 @@ import pytest
 import typer
 from sqlalchemy.engine import make_url
 
-from arena.settings import Settings
+from arena.core.settings import Settings
 from tests.deploy.deployfiles import (
     ROOT,
     SCHEMA_FILE,

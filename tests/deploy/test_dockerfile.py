@@ -1,5 +1,5 @@
 """The Dockerfile and .dockerignore, checked without a Docker engine: they agree with
-pyproject.toml, arena.settings and docker-compose.yml, and the wheel `pip install`
+pyproject.toml, arena.core.settings and docker-compose.yml, and the wheel `pip install`
 builds inside the image carries every file of the packages."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.settings import Settings
+from arena.core.settings import Settings
 from tests.deploy.deployfiles import (
     DOCKERIGNORE,
     ROOT,

@@ -11,9 +11,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from arena.engine import MatchRecord
-from arena.engine.plan import plan_matches
-from arena.metrics import (
+from arena.core.metrics import (
     ArenaMetrics,
     default_metrics,
     metrics_app,
@@ -24,6 +22,8 @@ from arena.metrics import (
     set_queue_depth,
     set_workers_alive,
 )
+from arena.engine import MatchRecord
+from arena.engine.plan import plan_matches
 from arena.runners import AgentSource, InProcessRunner, MatchBatch
 from envs.registry import get_spec
 

@@ -20,7 +20,7 @@ import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
 from agents.catalog import make_policy
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
 from arena.engine import MatchEngine
 from arena.engine.plan import plan_matches
 from arena.ladder.recorder import MatchRecorder

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -11,11 +12,11 @@ import pytest
 
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
+from arena.core.settings import Settings
 from arena.evaluation.probe_backends import ProcessProbeBackend
 from arena.evaluation.probes import ProbeService, queue_probe
 from arena.ladder.registration import register_builtin_agents, register_snapshot_agent
-from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
 from envs.errors import InvalidParameter, ServiceUnavailable
@@ -101,8 +102,8 @@ def test_stopping_terminates_running_probes_and_queues_them_again(services):
     service.step()
     with services.sessions() as session:
         assert repo.get_probe(session, probe.id).status == "running"
-    procs = list(backend._procs.values())
-    assert len(procs) == 1 and procs[0].is_alive()
+    procs = [p for p in multiprocessing.active_children() if p.name == f"arena-probe-{probe.id}"]
+    assert len(procs) == 1 and procs[0].is_alive()  # the probe's own process, spawned by the backend
     niceness = min(os.getpriority(os.PRIO_PROCESS, 0) + 7, 19)  # ARENA_PROBE_NICENESS below this process
     deadline = time.monotonic() + 120
     while os.getpriority(os.PRIO_PROCESS, procs[0].pid) != niceness:

@@ -9,11 +9,11 @@ import torch
 
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
+from arena.core.settings import Settings
 from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.ladder.demo import seed_demo
 from arena.ladder.registration import register_snapshot_agent
 from arena.runners import InProcessRunner
-from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
 
@@ -71,7 +71,7 @@ def test_a_submission_that_forfeits_is_rejected_with_the_reason(services):
 
 
 def test_service_samples_queue_depths_and_live_workers_into_the_metrics(services):
-    from arena.metrics import default_metrics
+    from arena.core.metrics import default_metrics
     from arena.storage.db.repositories import QueuedJob
 
     seed_demo(services, ("tictactoe-v3",), neural_per_env=1)  # one neural agent queued

@@ -7,7 +7,7 @@ import uuid
 import numpy as np
 import pytest
 
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
 from arena.engine import MatchRecord
 from arena.ladder.dispatch import Ladder, LadderConfig, open_ladder
 from arena.ladder.recorder import load_book, rebuild_ratings

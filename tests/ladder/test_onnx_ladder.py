@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from arena.core.settings import Settings
 from arena.engine.plan import plan_matches
 from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.ladder.pacing import PacingConfig
 from arena.ladder.registration import register_builtin_agents
 from arena.ladder.submissions import Submission, submit_agent
 from arena.runners import AgentSource, InProcessRunner, MatchBatch
-from arena.settings import Settings
 from arena.snapshots.cache import SnapshotCache
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services, open_services

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
+from arena.core.settings import Settings
 from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.ladder.pacing import PacingConfig, choose_lineups
 from arena.ladder.registration import register_builtin_agents, register_env
 from arena.runners import InProcessRunner
-from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
 from league.ratings.book import RatingBook, Standing

@@ -15,12 +15,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from arena.api import create_app
+from arena.core.settings import Settings
 from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.ladder.recorder import rebuild_ratings
 from arena.ladder.retention import ReplayRetention
 from arena.runners import AgentSource, InProcessRunner
-from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
 from arena.storage.wiring import open_services

@@ -16,12 +16,12 @@ from fastapi.testclient import TestClient
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
 from arena.api.app import create_app
+from arena.core.settings import Settings
 from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.ladder.demo import seed_demo
 from arena.ladder.recorder import rebuild_ratings
 from arena.ladder.registration import ladder_envs
 from arena.runners import InProcessRunner
-from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services, open_services
 from envs.errors import UnknownEnv

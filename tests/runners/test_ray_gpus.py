@@ -10,8 +10,8 @@ import pytest
 import torch
 from prometheus_client import generate_latest
 
+from arena.core.metrics import ArenaMetrics, observe_worker_stats
 from arena.engine import MatchEngine
-from arena.metrics import ArenaMetrics, observe_worker_stats
 from arena.runners import InProcessRunner
 from arena.runners.devices import gpus_per_worker, match_engine, select_device
 from tests.runners.test_ray_runner import _batches

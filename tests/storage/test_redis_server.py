@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.settings import Settings
+from arena.core.settings import Settings
 from arena.storage.redis_server import EmbeddedRedis, RedisUnavailable, connect_redis
 from arena.storage.wiring import open_services
 from envs.errors import ServiceUnavailable

@@ -15,8 +15,8 @@ import torch
 from fastapi.testclient import TestClient
 
 from arena.api import create_app
+from arena.core.settings import Settings
 from arena.read.grid_frames import match_phases
-from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
 from arena.training.hide_and_seek.config import HideAndSeekLeagueConfig, default_v1_ppo

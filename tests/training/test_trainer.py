@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from agents.trainers.ppo_selfplay import PPOConfig
-from arena.settings import Settings
+from arena.core.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
 from arena.training.trainer import LeagueConfig, LeagueTrainer

@@ -13,7 +13,7 @@ import pytest
 from fastapi import FastAPI
 
 from arena.api import create_app
-from arena.settings import Settings
+from arena.core.settings import Settings
 from arena.storage.redis_server import EmbeddedRedis
 from arena.storage.wiring import Services, open_services
 from tests.web.seed import SeededArena, seed_arena

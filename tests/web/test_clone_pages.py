@@ -10,7 +10,7 @@ import pytest
 
 from agents.checkpoint import serialize_weights
 from arena.api.app import create_app
-from arena.settings import Settings
+from arena.core.settings import Settings
 from arena.storage.redis_server import EmbeddedRedis
 from arena.storage.wiring import open_services
 from tests.api.test_clones import random_init, with_noise

@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from arena.api.app import create_app
+from arena.core.settings import Settings
 from arena.evaluation.probe_backends import ProcessProbeBackend
 from arena.evaluation.probes import ProbeService
-from arena.settings import Settings
 from arena.storage.db import make_engine, session_factory, upgrade
 from arena.storage.redis_server import EmbeddedRedis
 from arena.storage.wiring import Services, open_services

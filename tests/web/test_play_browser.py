@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from arena.core.settings import Settings
 from arena.ladder.people import GUEST_DONE
 from arena.ladder.registration import register_builtin_agents
-from arena.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.db import upgrade
 from arena.storage.wiring import Services, open_services

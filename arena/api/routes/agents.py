@@ -8,11 +8,11 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from arena.agent_status import AgentStatus
 from arena.api.deps import Principal, ServicesDep, SessionDep, StateDep, WriterDep, optional_user
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, AgentPublic, AgentsPublic, AgentUpdate, HistoryPublic
 from arena.api.upload import read_form
+from arena.core.agent_status import AgentStatus
 from arena.ladder.submissions import FIELD_HELP, form_limits, parse_submission, submit_agent
 from arena.read.summaries import agents_public
 from arena.snapshots.formats import weights_suffix

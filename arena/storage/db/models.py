@@ -31,7 +31,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from arena.agent_status import AgentStatus
+from arena.core.agent_status import AgentStatus
 from arena.storage.db.base import Base, BigSerial, UTCDateTime, utcnow
 
 AGENT_KINDS = ("builtin", "neural", "connected", "human")

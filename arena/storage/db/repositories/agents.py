@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from arena.agent_status import WAITING, AgentStatus, sources_of
+from arena.core.agent_status import WAITING, AgentStatus, sources_of
 from arena.storage.db.base import utcnow
 from arena.storage.db.models import AGENT_KINDS, Agent
 from arena.storage.db.repositories.dialect import chunks, dialect_insert
@@ -225,7 +225,7 @@ def set_agent_status(
     """Moves an agent to ``status``, recording why (shown to its owner), if the move is allowed.
 
     The move is checked against the status the row has when the statement runs
-    (:data:`arena.agent_status.TRANSITIONS`), so a concurrent change (an owner retiring
+    (:data:`arena.core.agent_status.TRANSITIONS`), so a concurrent change (an owner retiring
     the agent while a ladder batch finishes) is never overwritten by a stale one. An
     agent already in ``status`` with the same reason is left untouched (its
     ``updated_at`` does not move, so leaderboard caches stay valid).
@@ -235,7 +235,7 @@ def set_agent_status(
         status is not allowed (nothing changed).
 
     Raises:
-        ValueError: ``status`` is not an :class:`~arena.agent_status.AgentStatus`.
+        ValueError: ``status`` is not an :class:`~arena.core.agent_status.AgentStatus`.
         UnknownAgent: No agent has id ``agent_id``.
     """
     target = AgentStatus(status)

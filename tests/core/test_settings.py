@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy
 from pydantic import ValidationError
 
-from arena.settings import Settings, get_settings, ray_init_kwargs, resolved_database_url
+from arena.core.settings import Settings, get_settings, ray_init_kwargs, resolved_database_url
 
 
 @pytest.fixture(autouse=True)
@@ -149,7 +149,7 @@ def test_an_unreachable_database_gives_a_clear_error_after_a_bounded_wait(tmp_pa
 
     import pytest
 
-    from arena.settings import Settings
+    from arena.core.settings import Settings
     from arena.storage.wiring import open_database
     from envs.errors import ServiceUnavailable
 

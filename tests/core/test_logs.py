@@ -9,10 +9,10 @@ import uuid
 
 import pytest
 
+from arena.core.logs import JsonFormatter, TextFormatter, configure_logging
 from arena.engine import MatchRecord
 from arena.ladder.recorder import MatchRecorder
 from arena.ladder.registration import register_builtin_agents
-from arena.logs import JsonFormatter, TextFormatter, configure_logging
 from arena.storage.db import make_engine, session_factory
 from envs.registry import get_spec
 from league.ratings.rating import RatingEnv
