@@ -6,11 +6,13 @@ from __future__ import annotations
 import time
 
 import httpx
+import msgpack
 import numpy as np
 import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
 from agents.catalog import make_policy
-from arena.api.routes.connected import _authorize
 from arena.connected.protocol import CLOSE_FORBIDDEN, CLOSE_UNAUTHORIZED
 from arena.engine import MatchEngine, MatchJob
 from arena.ladder.background import BackgroundService, ServiceConfig
@@ -64,6 +66,21 @@ def user_id(services, token: str) -> int:
         return repo.user_for_token(session, token).id
 
 
+def hello(live, token: str, agent_id: int) -> dict | int:
+    """Say hello on agent ``agent_id``'s WebSocket with ``token``: the welcome, or the close
+    code of a refusal."""
+    url = live.url.replace("http://", "ws://") + f"{API}/agents/{agent_id}/connect"
+    with connect(url) as ws:
+        ws.send(msgpack.packb({"type": "hello", "protocol": 1, "token": token}))
+        answer = msgpack.unpackb(ws.recv(timeout=10))
+        if answer["type"] == "welcome":
+            return answer
+        assert answer["type"] == "error", answer
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        return closed.value.rcvd.code
+
+
 def wait_for_match(services, match_id: str, timeout: float = 30.0) -> repo.StoredMatch:
     deadline = time.monotonic() + timeout
     while True:
@@ -113,7 +130,7 @@ def test_signed_in_person_plays_with_the_python_client_and_is_rated_on_the_human
     while services.redis.get(open_games) is not None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert services.redis.get(open_games) is None  # the open game was given back
-    assert _authorize(services, ticket["play_token"], human.id)[0] == CLOSE_UNAUTHORIZED  # the token ended with it
+    assert hello(live, ticket["play_token"], human.id) == CLOSE_UNAUTHORIZED  # the token ended with it
 
     board = httpx.get(f"{live.url}{API}/envs/{ENV}/humans").json()
     assert board["count"] == 1
@@ -197,10 +214,10 @@ def test_guests_open_at_most_a_few_games_per_address_and_play_tokens_play_only_t
     assert all(g.kind == "human" and g.owner_id is None and g.name.startswith("guest-") for g in guests)
     assert {t["seat"] for t in tickets} <= {0, 1}
 
-    refused = _authorize(services, tickets[0]["play_token"], tickets[1]["human_agent_id"])
-    assert refused[0] == CLOSE_FORBIDDEN
-    principal, agent = _authorize(services, tickets[0]["play_token"], tickets[0]["human_agent_id"])
-    assert agent.id == tickets[0]["human_agent_id"] and principal.user_id is None and not principal.is_admin
+    assert hello(live, tickets[0]["play_token"], tickets[1]["human_agent_id"]) == CLOSE_FORBIDDEN
+    welcome = hello(live, tickets[0]["play_token"], tickets[0]["human_agent_id"])
+    assert welcome["agent"]["id"] == tickets[0]["human_agent_id"] and welcome["agent"]["kind"] == "human"
+    assert welcome["agent"]["name"] == guests[0].name and welcome["env"] == ENV  # the guest, nobody else
 
     wrong_env = httpx.post(f"{live.url}{API}/agents/{agents['simple_tag-v3']}/play")
     assert wrong_env.status_code == 422 and "tictactoe-v3" in wrong_env.json()["detail"]
