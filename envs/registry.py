@@ -1,7 +1,8 @@
 """Registry of versioned environment ids.
 
-Built-in games are registered in :mod:`envs.builtin`; third-party PettingZoo envs
-(AEC or parallel) are registered by import path::
+The built-in games are declared in :mod:`envs.builtin` (plain data) and registered here
+when this module loads; third-party PettingZoo envs (AEC or parallel) are registered by
+import path::
 
     register_env("my_game-v0", "my_pkg.my_module:env", spec=...)
 
@@ -13,36 +14,20 @@ from __future__ import annotations
 
 import importlib
 import re
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import gymnasium
 import numpy as np
 import pettingzoo
 
+from envs.builtin import BUILTIN_ENV_IDS, BUILTIN_ENVS
 from envs.errors import UnknownEnv
-from envs.spec import EnvSpec
+from envs.spec import EnvEntry, EnvSpec
 
 ENV_ID = re.compile(r"^[A-Za-z0-9_]+-v\d+$")
 
-
-@dataclass(frozen=True)
-class EnvEntry:
-    """A registered environment: its constructor, spec and optional vectorized core."""
-
-    spec: EnvSpec
-    entry_point: str
-    vector_core: str | None = None
-
-    def constructor(self) -> Callable[..., Any]:
-        return load_object(self.entry_point)
-
-
-_REGISTRY: dict[str, EnvEntry] = {}
-_BUILTINS_LOADED = False
-_BUILTINS_LOCK = threading.RLock()
+_REGISTRY: dict[str, EnvEntry] = {entry.spec.env_id: entry for entry in BUILTIN_ENVS}
 
 
 def load_object(path: str) -> Any:
@@ -51,18 +36,6 @@ def load_object(path: str) -> Any:
     if not module_name or not attr:
         raise ValueError(f"entry point {path!r} must look like 'package.module:attribute'")
     return getattr(importlib.import_module(module_name), attr)
-
-
-def _ensure_builtins() -> None:
-    # Set the flag only after the import completed, under a lock: concurrent first
-    # requests in a server must never see a half-filled registry.
-    global _BUILTINS_LOADED
-    if _BUILTINS_LOADED:
-        return
-    with _BUILTINS_LOCK:
-        if not _BUILTINS_LOADED:
-            importlib.import_module("envs.builtin")
-            _BUILTINS_LOADED = True
 
 
 def register_env(
@@ -150,7 +123,6 @@ def infer_spec(env_id: str, entry_point: str, kwargs: dict) -> EnvSpec:
 
 def get_entry(env_id: str) -> EnvEntry:
     """Look up a registered env; raises :class:`UnknownEnv` with the known ids."""
-    _ensure_builtins()
     try:
         return _REGISTRY[env_id]
     except KeyError:
@@ -163,18 +135,16 @@ def get_spec(env_id: str) -> EnvSpec:
 
 
 def list_registered() -> tuple[str, ...]:
-    """Ids registered so far, sorted (does not load the built-in envs)."""
+    """Ids registered so far (the built-ins and any registered since), sorted."""
     return tuple(sorted(_REGISTRY))
 
 
 def builtin_env_ids() -> tuple[str, ...]:
-    """The ids of the envs Arena ships with (:mod:`envs.builtin`)."""
-    _ensure_builtins()
-    return importlib.import_module("envs.builtin").BUILTIN_ENV_IDS
+    """The ids of the envs Arena ships with (:mod:`envs.builtin`), sorted."""
+    return BUILTIN_ENV_IDS
 
 
 def list_envs() -> list[EnvSpec]:
-    _ensure_builtins()
     return [_REGISTRY[k].spec for k in sorted(_REGISTRY)]
 
 
@@ -182,7 +152,7 @@ def make_env(env_id: str, **overrides: Any) -> Any:
     """Instantiate a fresh PettingZoo env (AEC or parallel, as registered)."""
     entry = get_entry(env_id)
     kwargs = {**entry.spec.kwargs, **overrides}
-    return entry.constructor()(**kwargs)
+    return load_object(entry.entry_point)(**kwargs)
 
 
 def make_vector_core(env_id: str) -> Any | None:

@@ -6,7 +6,8 @@ for simple_tag, ``hider``/``seeker`` for hide-and-seek). One policy drives a who
 team, so a match is "one agent per team".
 
 The outcome rule turns cumulative per-seat rewards into per-seat scores, per-team
-scores and a winning team (or a draw).
+scores and a winning team (or a draw). :class:`EnvEntry` adds where the env's constructor
+and vectorized core live (import paths, loaded by :mod:`envs.registry`).
 """
 
 from __future__ import annotations
@@ -126,3 +127,18 @@ class EnvSpec:
         is_best = team == best
         unique = is_best.sum(axis=1) == 1
         return np.where(unique, is_best.argmax(axis=1), -1).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """A registered environment: its spec, constructor and optional vectorized core.
+
+    Attributes:
+        spec: What Arena knows about the game.
+        entry_point: ``"pkg.module:factory"`` returning a PettingZoo AEC or parallel env.
+        vector_core: ``"pkg.module:Class"`` of a vectorized core, or ``None``.
+    """
+
+    spec: EnvSpec
+    entry_point: str
+    vector_core: str | None = None

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from envs import registry
+from envs.builtin import BUILTIN_ENV_IDS, BUILTIN_ENVS
 from envs.connect_four import ConnectFourCore
 from envs.errors import ArenaError, UnknownEnv
 from envs.registry import get_spec, list_envs, make_env, make_vector_core, register_env
@@ -15,7 +20,6 @@ from envs.spec import EnvSpec
 @pytest.fixture
 def scratch_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Registrations made by a test vanish after it (the registry is process-wide)."""
-    list_envs()  # load the built-ins into the real registry first
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
 
 
@@ -141,6 +145,25 @@ def test_unknown_env_lists_known_envs() -> None:
 def test_builtin_cores() -> None:
     assert isinstance(make_vector_core("connect_four-v3"), ConnectFourCore)
     assert make_vector_core("rps-v2") is None
+
+
+def test_the_builtins_are_registered_once_the_registry_loads(scratch_registry: None) -> None:
+    assert registry.builtin_env_ids() == BUILTIN_ENV_IDS == tuple(sorted(e.spec.env_id for e in BUILTIN_ENVS))
+    assert {"connect_four-v3", "hide_and_seek-v1"} <= set(BUILTIN_ENV_IDS)
+    register_env("my_rps-v0", "pettingzoo.classic.rps_v2:env")
+    assert "my_rps-v0" in registry.list_registered() and "my_rps-v0" not in registry.builtin_env_ids()
+    for entry in BUILTIN_ENVS:
+        assert registry.get_entry(entry.spec.env_id) is entry
+
+
+def test_the_builtins_are_data_that_import_no_registry() -> None:
+    """envs.builtin -> envs.registry -> envs.builtin was a cycle (closed by an importlib string)."""
+    code = "import sys, envs.builtin; print(*sorted(m for m in sys.modules if m.startswith('envs')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    loaded = out.stdout.split()
+    assert "envs.builtin" in loaded and "envs.spec" in loaded
+    assert "envs.registry" not in loaded
 
 
 # ---------- EnvSpec validation ----------
