@@ -1,9 +1,12 @@
-"""One exception hierarchy for the whole project (it lives in the bottom layer so every
-package can raise it).
+"""The root of Arena's one exception hierarchy, and the errors of the games and agents.
 
-Every error a user can cause derives from :class:`ArenaError`. Messages tell the user
-what to fix. What an error means over HTTP is the API's business: ``arena.api.errors``
-maps each class to a status code, in one place.
+Every error a user can cause derives from :class:`ArenaError`; it lives in the bottom
+layer so that every package can raise it. Here are the errors that envs and agents
+raise (an unknown env or agent, an invalid submission, a backing process or service
+that does not answer); the service's own errors (authentication, ownership, quotas,
+conflicts, unknown matches and challenges) are :mod:`arena.core.errors`. Messages tell
+the user what to fix. What an error means over HTTP is the API's business:
+``arena.api.errors`` maps each class to a status code, in one place.
 """
 
 from __future__ import annotations
@@ -25,57 +28,5 @@ class InvalidSubmission(ArenaError):
     """A checkpoint or spec that fails validation; nothing was stored."""
 
 
-class InvalidRecord(ArenaError):
-    """A match record that is malformed or cannot be re-simulated."""
-
-
-class NotAuthenticated(ArenaError):
-    """A request that needs an API token came without a valid one."""
-
-
-class Forbidden(ArenaError):
-    """An authenticated user asked for something only its owner (or an admin) may do."""
-
-
-class Conflict(ArenaError):
-    """The request clashes with stored state (a taken name, an agent already submitted).
-
-    Attributes:
-        existing_id: Id of the stored resource the request collides with, if any.
-    """
-
-    def __init__(self, message: str, existing_id: int | None = None) -> None:
-        super().__init__(message)
-        self.existing_id = existing_id
-
-
-class PayloadTooLarge(ArenaError):
-    """An upload over the configured size limit; it was not read to the end."""
-
-
-class InvalidParameter(ArenaError):
-    """A well-formed request value that is not acceptable here (a role the env lacks)."""
-
-
-class UnknownMatch(ArenaError):
-    """A match id that is not in the match log."""
-
-
-class UnknownChallenge(ArenaError):
-    """A challenge id that was never queued, or whose record has expired."""
-
-
 class ServiceUnavailable(ArenaError):
-    """A backing service (database, Redis) did not answer within the bounded wait."""
-
-
-class TooManyRequests(ArenaError):
-    """A rate limit or quota was reached; ``retry_after_s`` says when to try again."""
-
-    def __init__(self, message: str, retry_after_s: int) -> None:
-        super().__init__(message)
-        self.retry_after_s = max(1, int(retry_after_s))
-
-
-class ReplayNotKept(UnknownMatch):
-    """A match whose action list was dropped by replay retention (its result is kept)."""
+    """A backing service (database, Redis, the ONNX worker processes) did not answer within the bounded wait."""

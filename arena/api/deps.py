@@ -20,9 +20,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from arena.api.state import ApiState
+from arena.core.errors import Forbidden, NotAuthenticated
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
-from envs.errors import Forbidden, NotAuthenticated
 
 _NOT_IN_KEYS = re.compile(r"[^A-Za-z0-9_.:+-]")
 

@@ -1,6 +1,7 @@
 """The one place where errors become HTTP responses.
 
-Every error a client can cause is an :class:`~envs.errors.ArenaError` subclass;
+Every error a client can cause is an :class:`~envs.errors.ArenaError` subclass (the
+games' and agents' in :mod:`envs.errors`, the service's in :mod:`arena.core.errors`);
 :data:`STATUS_CODES` says what each means over HTTP, and one handler turns it into
 ``{"detail": message}`` with that status.
 Request validation (pydantic) becomes a 422 whose ``detail`` is a readable string too,
@@ -18,24 +19,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from arena.api.schemas import ConflictPublic, ErrorPublic
-from arena.snapshots.pool import SnapshotCorrupt, SnapshotNotFound
-from envs.errors import (
-    ArenaError,
+from arena.core.errors import (
     Conflict,
     Forbidden,
     InvalidParameter,
     InvalidRecord,
-    InvalidSubmission,
     NotAuthenticated,
     PayloadTooLarge,
     ReplayNotKept,
-    ServiceUnavailable,
     TooManyRequests,
-    UnknownAgent,
     UnknownChallenge,
-    UnknownEnv,
     UnknownMatch,
 )
+from arena.snapshots.pool import SnapshotCorrupt, SnapshotNotFound
+from envs.errors import ArenaError, InvalidSubmission, ServiceUnavailable, UnknownAgent, UnknownEnv
 
 log = logging.getLogger(__name__)
 

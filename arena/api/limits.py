@@ -3,7 +3,7 @@
 Every limit is a fixed-window counter (``INCRBY`` then ``EXPIRE`` on a key that names
 its window, :meth:`arena.snapshots.keys.RedisKeys.limit`), so all API processes
 sharing a Redis share the counts. A request over a limit is refused with
-:class:`~envs.errors.TooManyRequests` (HTTP 429, ``Retry-After``: the seconds until
+:class:`~arena.core.errors.TooManyRequests` (HTTP 429, ``Retry-After``: the seconds until
 the window ends) *before* it does anything, and what it counted is taken back, so a
 refused request neither stores anything nor uses up the allowance. The submission
 quota is reserved before storing and given back when the submission is refused for
@@ -35,9 +35,9 @@ from dataclasses import dataclass
 
 import redis
 
+from arena.core.errors import TooManyRequests
 from arena.core.settings import Settings
 from arena.snapshots.keys import RedisKeys
-from envs.errors import TooManyRequests
 
 log = logging.getLogger(__name__)
 

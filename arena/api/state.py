@@ -24,13 +24,13 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from arena.api.limits import Limits
+from arena.core.errors import TooManyRequests
 from arena.evaluation.fingerprints import FingerprintStore
 from arena.read.boards import BoardCache, VersionedCache
 from arena.read.frames import FrameCache
 from arena.storage.db import repositories as repo
 from arena.storage.db.repositories.dialect import dialect_name
 from arena.storage.wiring import Services
-from envs.errors import TooManyRequests
 
 # A board is refreshed when its marker moves, and reloaded in full after this many seconds.
 BOARD_MAX_AGE_S = 300.0

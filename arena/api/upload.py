@@ -22,7 +22,8 @@ from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect, Request
 
-from envs.errors import InvalidSubmission, PayloadTooLarge
+from arena.core.errors import PayloadTooLarge
+from envs.errors import InvalidSubmission
 
 log = logging.getLogger(__name__)
 

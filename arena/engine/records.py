@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
-from envs.errors import InvalidRecord
+from arena.core.errors import InvalidRecord
 
 
 class Termination(str, Enum):

@@ -42,13 +42,14 @@ from functools import cache
 from sqlalchemy.orm import Session
 
 from arena.core.agent_status import AgentStatus
+from arena.core.errors import InvalidParameter, TooManyRequests
 from arena.core.settings import Settings
 from arena.evaluation.probe_backends import ProbeBackend, ProbeEvent, make_backend
 from arena.evaluation.probe_worker import ProbeJob
 from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
 from arena.storage.wiring import Services
-from envs.errors import InvalidParameter, ServiceUnavailable, TooManyRequests
+from envs.errors import ServiceUnavailable
 from envs.registry import get_spec, list_envs, make_vector_core
 
 log = logging.getLogger(__name__)

@@ -33,12 +33,13 @@ from dataclasses import asdict, dataclass
 import redis
 
 from arena.core.agent_status import AgentStatus
+from arena.core.errors import Conflict, InvalidParameter
 from arena.engine.plan import plan_matches
 from arena.ladder.dispatch import CONNECTED_KINDS
 from arena.snapshots.keys import RedisKeys
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
-from envs.errors import Conflict, InvalidParameter, UnknownAgent
+from envs.errors import UnknownAgent
 from envs.registry import get_spec
 from envs.spec import EnvSpec
 

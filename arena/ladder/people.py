@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass
 import redis
 
 from arena.core.agent_status import ACTIVE, AgentStatus
+from arena.core.errors import Conflict, Forbidden, InvalidParameter, TooManyRequests
 from arena.engine import MatchJob
 from arena.ladder.dispatch import CONNECTED_KINDS, agent_source
 from arena.ladder.lane import ConnectedLane
@@ -44,7 +45,7 @@ from arena.ladder.registration import register_connected_agent
 from arena.snapshots.keys import RedisKeys
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
-from envs.errors import Conflict, Forbidden, InvalidParameter, TooManyRequests, UnknownAgent
+from envs.errors import UnknownAgent
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,11 @@ from sqlalchemy.orm import Session
 
 from agents.checkpoint import CheckpointSpec, load_checkpoint_bytes, validate_spec
 from agents.checkpoint_spec import MAX_SPEC_BYTES, ONNX_ARCH
+from arena.core.errors import Conflict
 from arena.ladder.registration import QUEUED_REASON, ladder_envs, register_snapshot_agent, snapshot_agent_key
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
-from envs.errors import Conflict, InvalidSubmission, UnknownEnv
+from envs.errors import InvalidSubmission, UnknownEnv
 from envs.registry import get_spec
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ empties the action lists of old matches that no owner kept and the site does not
 (the first match of each phase of a league timeline, each agent's and each env's most
 recent matches). Every place that shows a match's moves (the API's full record, its
 frames, the web match page) goes through :func:`view_replay`, which raises
-:class:`~envs.errors.ReplayNotKept` for a dropped replay and otherwise writes nothing,
+:class:`~arena.core.errors.ReplayNotKept` for a dropped replay and otherwise writes nothing,
 unless the viewer is an authenticated owner of one of the match's agents (or an admin):
 then the replay is marked kept (one small write, the first time only). An anonymous
 read, a crawler's, leaves every row and key as it was, so it cannot keep what
@@ -18,9 +18,9 @@ import functools
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from arena.core.errors import ReplayNotKept
 from arena.storage.db import repositories as repo
 from arena.storage.retry import retry_transient
-from envs.errors import ReplayNotKept
 
 MARK_TIMEOUT_S = 5.0
 """How long an owner waits to mark a replay as kept before it is shown anyway."""

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from envs.errors import Conflict, InvalidParameter
+from arena.core.errors import Conflict, InvalidParameter
 from league.scheduling.matchmaking import WinRateTable
 from league.scheduling.outside_draws import Candidate, Draw, PastPlayer, opponent_draws
 from league.scheduling.roles import ROLES, SELF, RoleConfig, check_role

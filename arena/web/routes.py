@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from arena.api.routes import API_PREFIX
 from arena.api.schemas import MAX_ID
 from arena.api.state import ApiState
+from arena.core.errors import ReplayNotKept
 from arena.ladder.people import PLAYABLE_ENVS, unplayable_reason
 from arena.read.frames import match_frames
 from arena.read.humans import humans_board
@@ -46,7 +47,7 @@ from arena.read.replays import view_replay
 from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
 from arena.web.filters import FILTERS
-from envs.errors import ReplayNotKept, UnknownEnv
+from envs.errors import UnknownEnv
 from envs.registry import get_spec, list_envs
 
 WEB_DIR = Path(__file__).resolve().parent

@@ -13,13 +13,14 @@ import pytest
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
 from arena.core.agent_status import AgentStatus
+from arena.core.errors import InvalidParameter
 from arena.core.settings import Settings
 from arena.evaluation.probe_backends import ProcessProbeBackend
 from arena.evaluation.probes import ProbeService, queue_probe
 from arena.ladder.registration import register_builtin_agents, register_snapshot_agent
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
-from envs.errors import InvalidParameter, ServiceUnavailable
+from envs.errors import ServiceUnavailable
 
 C4 = "connect_four-v3"
 ONE_UPDATE = 512 * 16  # the probe's PPO: 512 boards x 16 steps per update

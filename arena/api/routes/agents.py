@@ -13,11 +13,12 @@ from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, AgentPublic, AgentsPublic, AgentUpdate, HistoryPublic
 from arena.api.upload import read_form
 from arena.core.agent_status import AgentStatus
+from arena.core.errors import Forbidden, InvalidParameter
 from arena.ladder.submissions import FIELD_HELP, form_limits, parse_submission, submit_agent
 from arena.read.summaries import agents_public
 from arena.snapshots.formats import weights_suffix
 from arena.storage.db import repositories as repo
-from envs.errors import Forbidden, InvalidParameter, UnknownAgent
+from envs.errors import UnknownAgent
 from envs.registry import get_spec, list_envs
 
 router = APIRouter(tags=["agents"])

@@ -12,10 +12,10 @@ from agents.nets import ARCHS
 from arena.api.deps import SessionDep, StateDep
 from arena.api.errors import error_responses
 from arena.api.schemas import EnvPublic, EnvsPublic, PayoffPublic, SeatsPublic
+from arena.core.errors import InvalidParameter
 from arena.read.boards import payoff_matrix
 from arena.read.evaluation import seats_data
 from arena.storage.db import repositories as repo
-from envs.errors import InvalidParameter
 from envs.registry import get_spec, list_envs
 from envs.spec import EnvSpec
 

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Query, Request, Response
 from arena.api.errors import error_responses
 from arena.api.schemas import LeaderboardPublic
 from arena.api.state import ApiState
+from arena.core.errors import InvalidParameter
 from arena.read.boards import Board, board_page
-from envs.errors import InvalidParameter
 from envs.registry import get_spec
 
 router = APIRouter(tags=["leaderboard"])

@@ -28,6 +28,7 @@ from arena.api.league_schemas import (
 )
 from arena.api.schemas import MAX_ID, AgentPublic
 from arena.api.upload import read_form
+from arena.core.errors import Conflict, Forbidden, InvalidParameter
 from arena.ladder.registration import register_env
 from arena.ladder.submissions import Submission, form_limits, parse_submission, submit_agent
 from arena.read.boards import OFF_BOARD
@@ -40,7 +41,7 @@ from arena.training.outside_league import (
     OutsideLeague,
     league_row_name,
 )
-from envs.errors import Conflict, Forbidden, InvalidParameter, InvalidSubmission, UnknownAgent
+from envs.errors import InvalidSubmission, UnknownAgent
 from envs.registry import get_spec
 from league.scheduling.outside_draws import Candidate, sample_draws
 from league.scheduling.roles import RoleConfig

@@ -16,11 +16,11 @@ from arena.api.deps import Principal, ServicesDep, SessionDep, StateDep, optiona
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, MatchesPublic, MatchPublic
 from arena.api.state import ApiState
+from arena.core.errors import InvalidParameter, UnknownMatch
 from arena.read.replays import view_replay
 from arena.read.summaries import match_summaries
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
-from envs.errors import InvalidParameter, UnknownMatch
 from envs.registry import get_spec
 
 router = APIRouter(tags=["matches"])

@@ -18,9 +18,9 @@ from arena.api.errors import error_responses
 from arena.api.people_schemas import HumansPublic, PlayCreate, PlayPublic
 from arena.api.routes.envs import EnvId
 from arena.api.schemas import MAX_ID
+from arena.core.errors import InvalidParameter
 from arena.ladder.people import PLAYABLE_ENVS, Person, open_game
 from arena.read.humans import humans_board
-from envs.errors import InvalidParameter
 from envs.registry import get_spec
 
 router = APIRouter(tags=["people"])

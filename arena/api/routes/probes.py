@@ -10,10 +10,11 @@ from starlette.concurrency import run_in_threadpool
 from arena.api.deps import ServicesDep, SessionDep, WriterDep
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, ProbeCreate, ProbePublic, ProbesPublic
+from arena.core.errors import Forbidden
 from arena.evaluation.probes import queue_probe
 from arena.read.evaluation import probe_public
 from arena.storage.db import repositories as repo
-from envs.errors import Forbidden, UnknownAgent
+from envs.errors import UnknownAgent
 
 router = APIRouter(tags=["probes"])
 AgentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")]

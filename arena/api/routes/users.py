@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 from arena.api.deps import ServicesDep, StateDep, UserDep, client_address
 from arena.api.errors import error_responses
 from arena.api.schemas import UserCreate, UserCreated, UserPublic
+from arena.core.errors import Conflict
 from arena.storage.db import repositories as repo
-from envs.errors import Conflict
 
 router = APIRouter(tags=["users"])
 
