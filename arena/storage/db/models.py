@@ -186,6 +186,9 @@ class Match(Base):
     # Replay retention (migration 0006_retention): opened once, kept; dropped: ``actions`` emptied.
     replay_requested: Mapped[bool] = mapped_column(default=False, server_default=false())
     replay_dropped: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # The board that rates it when that is not the env's ladder (migration 0011_competitions):
+    # ``competition:<id>`` (a season), ``competition:<id>:final``; such a match has rated = false.
+    board: Mapped[str | None] = mapped_column(String(64))
 
 
 class MatchParticipant(Base):
@@ -251,6 +254,7 @@ class RatingEvent(Base):
 # Descending indexes need the mapped columns, so they are declared after the classes.
 # Each serves one newest-first or best-first query as a plain index range scan.
 Index("ix_matches_env_id_seq", Match.env_id, Match.seq.desc())
+Index("ix_matches_board_seq", Match.board, Match.seq)
 Index("ix_match_participants_agent_id_match_seq", MatchParticipant.agent_id,
       MatchParticipant.match_seq.desc())
 # agent_id breaks ties so leaderboard pages are stable.
@@ -342,3 +346,7 @@ class Probe(Base):
     created_at: Mapped[datetime] = _created_at()
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+# The competition tables, on the same metadata (a module of their own: this one is long enough).
+from arena.storage.db import competition_models  # noqa: F401

@@ -13,7 +13,8 @@ from arena.storage.db import Base, current_revision, downgrade, head_revision, m
 TABLES = {
     "users", "api_tokens", "envs", "leagues", "snapshots", "agents", "matches",
     "match_participants", "ratings", "rating_events", "match_queue", "league_generations", "probes",
-    "web_sessions",
+    "web_sessions", "competitions", "competition_organizers", "competition_members", "competition_teams",
+    "competition_team_members", "competition_entries", "competition_references", "board_ratings",
 }
 
 
@@ -31,7 +32,7 @@ def test_upgrade_from_empty_to_head_creates_every_table(db_url):
 
     upgrade(db_url)
 
-    assert current_revision(db_url) == head_revision() == "0010_accounts"
+    assert current_revision(db_url) == head_revision() == "0011_competitions"
     assert _tables(db_url) == TABLES | {"alembic_version"}
 
 
@@ -56,6 +57,8 @@ def test_migrated_schema_has_the_query_indexes(migrated_db_url):
     assert "ix_matches_env_id_seq" in names["matches"]
     assert "ix_match_participants_agent_id_match_seq" in names["match_participants"]
     assert "ix_ratings_env_id_role_conservative" in names["ratings"]
+    assert "ix_matches_board_seq" in names["matches"]
+    assert "ix_board_ratings_board_role_conservative" in names["board_ratings"]
     assert "ix_rating_events_agent_id_match_seq" in names["rating_events"]
 
 
