@@ -15,8 +15,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Integer, MetaData
-from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Integer, MetaData, func
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 NAMING_CONVENTION = {
@@ -35,6 +35,16 @@ BigSerial = BigInteger().with_variant(Integer(), "sqlite")
 def utcnow() -> datetime:
     """The current time, timezone-aware, in UTC."""
     return datetime.now(UTC)
+
+
+def one_of(column: str, values: tuple[str, ...]) -> str:
+    """A CHECK constraint's SQL: ``column`` holds one of ``values``."""
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+def created_at_column() -> Mapped[datetime]:
+    """A row's creation time: stamped by Python, and by the database for rows written in SQL."""
+    return mapped_column(UTCDateTime(), default=utcnow, server_default=func.current_timestamp())
 
 
 class UTCDateTime(TypeDecorator[datetime]):

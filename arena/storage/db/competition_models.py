@@ -32,8 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from arena.storage.db.base import Base, UTCDateTime, utcnow
-from arena.storage.db.models import _created_at, _in
+from arena.storage.db.base import Base, UTCDateTime, created_at_column, one_of, utcnow
 
 COMPETITION_STATES = ("draft", "open", "final", "finished")
 SUBMISSION_PATHS = ("weights", "onnx", "connected")
@@ -49,7 +48,7 @@ class Competition(Base):
 
     __tablename__ = "competitions"
     __table_args__ = (
-        CheckConstraint(_in("state", COMPETITION_STATES), name="state"),
+        CheckConstraint(one_of("state", COMPETITION_STATES), name="state"),
         {"sqlite_autoincrement": True},
     )
 
@@ -80,7 +79,7 @@ class Competition(Base):
     final_floor: Mapped[int] = mapped_column()
     # Master seed of the competition's matches (the final evaluation's schedule and seeds).
     seed: Mapped[int] = mapped_column(BigInteger())
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
     final_started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     # The frozen standings and certificate (league.competitions.certification.Certificate.to_json).
@@ -95,7 +94,7 @@ class CompetitionOrganizer(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True,
                                          autoincrement=False)
     granted_by: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
 
 
 class CompetitionMember(Base):
@@ -107,7 +106,7 @@ class CompetitionMember(Base):
                                                 primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True,
                                          index=True)
-    joined_at: Mapped[datetime] = _created_at()
+    joined_at: Mapped[datetime] = created_at_column()
 
 
 class Team(Base):
@@ -120,7 +119,7 @@ class Team(Base):
     competition_id: Mapped[int] = mapped_column(ForeignKey("competitions.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(64))
     join_code: Mapped[str] = mapped_column(String(32), unique=True)
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
     merged_into: Mapped[int | None] = mapped_column(ForeignKey("competition_teams.id", ondelete="SET NULL"))
 
 
@@ -133,7 +132,7 @@ class TeamMember(Base):
                                                 primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
     team_id: Mapped[int] = mapped_column(ForeignKey("competition_teams.id", ondelete="CASCADE"), index=True)
-    joined_at: Mapped[datetime] = _created_at()
+    joined_at: Mapped[datetime] = created_at_column()
 
 
 class Entry(Base):

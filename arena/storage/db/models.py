@@ -32,7 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from arena.core.agent_status import AgentStatus
-from arena.storage.db.base import Base, BigSerial, UTCDateTime, utcnow
+from arena.storage.db.base import Base, BigSerial, UTCDateTime, created_at_column, one_of, utcnow
 
 AGENT_KINDS = ("builtin", "neural", "connected", "human")
 AGENT_STATUSES = tuple(s.value for s in AgentStatus)
@@ -42,21 +42,13 @@ ENV_ID = String(64)
 SHA256 = String(64)
 
 
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
-
-
-def _created_at() -> Mapped[datetime]:
-    return mapped_column(UTCDateTime(), default=utcnow, server_default=func.current_timestamp())
-
-
 class User(Base):
     __tablename__ = "users"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(64), unique=True)
     is_admin: Mapped[bool] = mapped_column(default=False, server_default=false())
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
     # The argon2id hash of the password for signing in on the site (arena.api.passwords);
     # None: a user made through the API who signs in with a token only.
     password_hash: Mapped[str | None] = mapped_column(String(255))
@@ -70,7 +62,7 @@ class WebSession(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     session_hash: Mapped[str] = mapped_column(SHA256, unique=True)
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
 
 
@@ -82,7 +74,7 @@ class ApiToken(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     token_hash: Mapped[str] = mapped_column(SHA256, unique=True)
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
@@ -94,7 +86,7 @@ class Env(Base):
     # The TrueSkill constants of the env's ladder (league.ratings.rating.RatingEnv.to_json):
     # live ratings and a rebuild from the match log both use these.
     rating: Mapped[dict[str, Any] | None] = mapped_column(JSON())
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
 
 
 class League(Base):
@@ -104,7 +96,7 @@ class League(Base):
     name: Mapped[str] = mapped_column(String(100), unique=True)
     env_id: Mapped[str] = mapped_column(ForeignKey("envs.id"), index=True)
     config: Mapped[dict[str, Any]] = mapped_column(JSON())
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
 
 
 class Snapshot(Base):
@@ -124,15 +116,15 @@ class Snapshot(Base):
     size_bytes: Mapped[int] = mapped_column(BigInteger())
     # Deferred: listing snapshots must never drag megabytes of weights along.
     weights: Mapped[bytes | None] = mapped_column(LargeBinary(), deferred=True)
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
 
 
 class Agent(Base):
     __tablename__ = "agents"
     __table_args__ = (
         UniqueConstraint("env_id", "key"),
-        CheckConstraint(_in("kind", AGENT_KINDS), name="kind"),
-        CheckConstraint(_in("status", AGENT_STATUSES), name="status"),
+        CheckConstraint(one_of("kind", AGENT_KINDS), name="kind"),
+        CheckConstraint(one_of("status", AGENT_STATUSES), name="status"),
         Index("ix_agents_env_id_status", "env_id", "status"),
         {"sqlite_autoincrement": True},
     )
@@ -150,7 +142,7 @@ class Agent(Base):
     snapshot_sha256: Mapped[str | None] = mapped_column(ForeignKey("snapshots.sha256"))
     # The role it plays for its whole team (hider, seeker, ...); NULL: every role of the env.
     role: Mapped[str | None] = mapped_column(String(32))
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, onupdate=utcnow, server_default=func.current_timestamp()
     )
@@ -182,7 +174,7 @@ class Match(Base):
     forfeit_seat: Mapped[int | None]
     detail: Mapped[str] = mapped_column(Text(), default="", server_default="")
     rated: Mapped[bool] = mapped_column(default=True, server_default=true())
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
     # Replay retention (migration 0006_retention): opened once, kept; dropped: ``actions`` emptied.
     replay_requested: Mapped[bool] = mapped_column(default=False, server_default=false())
     replay_dropped: Mapped[bool] = mapped_column(default=False, server_default=false())
@@ -196,7 +188,7 @@ class MatchParticipant(Base):
 
     __tablename__ = "match_participants"
     __table_args__ = (
-        CheckConstraint(_in("result", RESULTS), name="result"),
+        CheckConstraint(one_of("result", RESULTS), name="result"),
     )
 
     match_seq: Mapped[int] = mapped_column(
@@ -282,7 +274,7 @@ class QueuedMatch(Base):
     position: Mapped[int] = mapped_column()
     seed: Mapped[int] = mapped_column(BigInteger())
     agents: Mapped[list[Any]] = mapped_column(JSON())
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
 
 
 class LeagueGeneration(Base):
@@ -303,7 +295,7 @@ class LeagueGeneration(Base):
     phase_rates: Mapped[dict[str, Any]] = mapped_column(JSON())
     ratings: Mapped[dict[str, Any]] = mapped_column(JSON())
     first_matches: Mapped[dict[str, Any]] = mapped_column(JSON())
-    updated_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = created_at_column()
 
 
 PROBE_STATUSES = ("queued", "running", "done", "failed")
@@ -319,7 +311,7 @@ class Probe(Base):
 
     __tablename__ = "probes"
     __table_args__ = (
-        CheckConstraint(_in("status", PROBE_STATUSES), name="status"),
+        CheckConstraint(one_of("status", PROBE_STATUSES), name="status"),
         Index("ix_probes_agent_id_id", "agent_id", "id"),
         Index("ix_probes_status_id", "status", "id"),
         {"sqlite_autoincrement": True},
@@ -343,7 +335,7 @@ class Probe(Base):
     ci_low: Mapped[float | None] = mapped_column(Float())
     ci_high: Mapped[float | None] = mapped_column(Float())
     error: Mapped[str] = mapped_column(Text(), default="", server_default="")
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = created_at_column()
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
