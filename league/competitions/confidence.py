@@ -88,12 +88,14 @@ def log_wealth(x: np.ndarray, stakes: np.ndarray, m: float, side: int) -> float:
 
 
 def bounds(x: np.ndarray, up: np.ndarray, down: np.ndarray, log_threshold: float,
-           tol: float = 1e-5) -> tuple[float, float]:
+           digits: int = 5) -> tuple[float, float]:
     """The confidence sequence at the last unit: ``(low, high)``, each side at level ``exp(-log_threshold)``.
 
     ``low`` is the supremum of the ``m`` whose ``max_t log K_t(m)`` reached
-    ``log_threshold`` (found by bisection, rounded down to ``tol``); ``high`` the mirror.
+    ``log_threshold`` (found by bisection, rounded down to ``digits`` decimals); ``high``
+    the mirror (rounded up).
     """
+    tol, scale = 10.0 ** -digits, 10.0 ** digits
     def edge(side: int, stakes: np.ndarray) -> float:
         inside, outside = (1.0, 0.0) if side > 0 else (0.0, 1.0)  # m never / always rejected
         if log_wealth(x, stakes, outside, side) < log_threshold:
@@ -107,4 +109,4 @@ def bounds(x: np.ndarray, up: np.ndarray, down: np.ndarray, log_threshold: float
         return outside
 
     low, high = edge(+1, up), edge(-1, down)
-    return math.floor(low / tol) * tol, math.ceil(high / tol) * tol
+    return round(math.floor(low * scale) / scale, digits), round(math.ceil(high * scale) / scale, digits)

@@ -31,25 +31,25 @@ def round_robin_rounds(n: int) -> int:
 def round_robin_round(n: int, r: int) -> list[Pair]:
     """Round ``r`` (0-based) of a single round robin of ``n`` entrants (Berger tables).
 
-    Over the ``n - 1`` rounds (``n`` for an odd field) every two entrants meet once and
-    each is seated first in the opening game of half its pairings (within one).
+    With ``m = n`` rounded up to even, entrant ``m - 1`` is fixed (a bye when ``n`` is odd)
+    and the others ``i, j < m - 1`` meet in round ``(i + j) mod (m - 1)``; the one with
+    ``2 i = r`` meets the fixed entrant. Seats: ``i`` opens against the ``(m - 2) / 2``
+    entrants just ahead of it on the circle (``j - i mod (m - 1)`` up to half), so each
+    opens exactly half its meetings among themselves, and the fixed entrant opens in the
+    even rounds: over the ``n - 1`` rounds (``n`` for an odd field) every two entrants meet
+    once and each opens half its pairings, within one.
     """
     m = n + (n % 2)
-    if not 0 <= r < m - 1:
-        raise ValueError(f"a round robin of {n} has rounds 0..{m - 2}, got {r}")
-    # The circle: position 0 is fixed, the others rotate one step a round.
-    ring = [0] + [1 + (k + r) % (m - 1) for k in range(m - 1)]
-    out: list[Pair] = []
-    for t in range(m // 2):
-        a, b = ring[t], ring[m - 1 - t]
-        if (t == 0 and r % 2 == 1) or (t > 0 and t % 2 == 1):
-            a, b = b, a  # alternate who opens so that seats balance
-        if a >= n:
-            out.append((b, None))
-        elif b >= n:
-            out.append((a, None))
-        else:
-            out.append((a, b))
+    circle = m - 1
+    if not 0 <= r < circle:
+        raise ValueError(f"a round robin of {n} has rounds 0..{circle - 1}, got {r}")
+    lone = next(i for i in range(circle) if (2 * i) % circle == r)
+    fixed: Pair = (lone, None) if m > n else ((m - 1, lone) if r % 2 == 0 else (lone, m - 1))
+    out: list[Pair] = [fixed]
+    for i in range(circle):
+        j = (r - i) % circle
+        if i < j:
+            out.append((i, j) if 1 <= (j - i) % circle <= (m - 2) // 2 else (j, i))
     return out
 
 

@@ -15,7 +15,8 @@ whether it is finished, and the standings. A round is paired once the previous o
 complete, so pairings never change after they are made.
 
 Mini-match points: win 1, draw 1/2 (equal game points), loss 0; a bye scores
-``bye_points`` (1) in Swiss and advances in elimination. Every game of a mini-match is
+``bye_points`` (1) in Swiss, nothing in a round robin (everyone sits out once in an odd
+field), and advances in elimination. Every game of a mini-match is
 played even once it is decided (they all count in the tie-breaks). In elimination a
 drawn mini-match goes to the higher seed.
 
@@ -103,7 +104,7 @@ class MiniMatch:
     pairing: Pairing
     scores: tuple[float, ...]
     complete: bool
-    points_a: float  # 1, 1/2 or 0 once complete (a bye: the bye's points for a)
+    points_a: float  # 1, 1/2 or 0 once complete (a bye: Swiss's bye points, else 0)
 
     @property
     def points_b(self) -> float:
@@ -236,7 +237,7 @@ def _mini_match(fmt: TournamentFormat, pairing: Pairing, scores: Sequence[float]
     if pairing.b is None:
         if scores:
             raise ValueError(f"round {pairing.round} table {pairing.table} is a bye: it has no games")
-        return MiniMatch(pairing, (), True, fmt.bye_points)
+        return MiniMatch(pairing, (), True, fmt.bye_points if fmt.kind is Kind.SWISS else 0.0)
     if len(scores) > fmt.games or any(s not in (0.0, 0.5, 1.0) for s in scores):
         raise ValueError(f"round {pairing.round} table {pairing.table}: at most {fmt.games} scores of 0, 1/2 or 1")
     complete = len(scores) == fmt.games
