@@ -22,6 +22,7 @@ from arena.api.state import ApiState
 from arena.core.metrics import metrics_app
 from arena.core.settings import get_settings
 from arena.storage.wiring import Services, open_services
+from arena.web.security import SecurityHeaders
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ def create_app(services: Services | None = None, *, start_background: bool = Fal
     # The web pages find the database through app.state.services.
     app.state.services = services
     install_error_handlers(app)
+    app.add_middleware(SecurityHeaders)  # CSP with a nonce per request, nosniff, frame-ancestors
     app.mount("/metrics", metrics_app())  # Prometheus text format (not part of the OpenAPI schema)
     app.include_router(api_router())
     app.include_router(docs_router(OPENAPI_URL, app.title))

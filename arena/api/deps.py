@@ -3,8 +3,10 @@ write endpoints, the write rate limits).
 
 Authentication is a bearer token (``Authorization: Bearer <token>``): either a user's
 API token (stored only as its sha256) or the operator's ``ARENA_ADMIN_TOKEN``, which
-acts as an admin without a user row. Dependencies that touch the database are plain
-functions, so FastAPI runs them in its thread pool, off the event loop.
+acts as an admin without a user row. Without one, a browser signed in on the site is
+its session's user, where that is CSRF-safe (:mod:`arena.api.browser`). Dependencies
+that touch the database are plain functions, so FastAPI runs them in its thread pool,
+off the event loop.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
+from arena.api import browser
 from arena.api.state import ApiState
 from arena.core.errors import Forbidden, NotAuthenticated
 from arena.storage.db import repositories as repo
@@ -83,11 +86,35 @@ def optional_user(
     if credentials is None:
         if request.headers.get("authorization"):
             raise NotAuthenticated("the Authorization header must be 'Bearer <token>'")
-        return None
+        return browser_user(request, services)
     principal = principal_for_token(services, credentials.credentials)
     if principal is None:
         raise NotAuthenticated("invalid or revoked API token; create one with POST /api/v1/users")
     return principal
+
+
+def browser_user(request: Request, services: Services) -> Principal | None:
+    """The user of the request's browser session (``None``: none, or expired).
+
+    A read may use the session cookie alone; a write must also carry the session's CSRF
+    token in ``X-CSRF-Token`` and come from this site, so another site cannot make a
+    signed-in browser write.
+
+    Raises:
+        Forbidden: A write signed in by the cookie without its CSRF token, or from another site.
+    """
+    sid = browser.session_id(request)
+    if sid is None:
+        return None
+    user = browser.session_user(request, services.sessions)
+    if user is None:
+        return None
+    given = request.headers.get(browser.CSRF_HEADER)
+    if request.method not in browser.SAFE_METHODS and not browser.csrf_ok(request, given, sid):
+        raise Forbidden(f"a write signed in by the site's session cookie needs the page's "
+                        f"{browser.CSRF_HEADER} header and must come from this site; scripts "
+                        "and the CLI send 'Authorization: Bearer <token>' instead")
+    return Principal(user_id=user.id, name=user.name, is_admin=user.is_admin)
 
 
 def principal_for_token(services: Services, token: str) -> Principal | None:

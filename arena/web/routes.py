@@ -25,6 +25,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 
+from arena.api import browser
 from arena.api.routes import API_PREFIX
 from arena.api.schemas import MAX_ID
 from arena.api.state import ApiState
@@ -46,6 +47,7 @@ from arena.read.pages import (
 from arena.read.replays import view_replay
 from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
+from arena.web.accounts import add_account_routes
 from arena.web.filters import FILTERS
 from envs.errors import UnknownEnv
 from envs.registry import get_spec, list_envs
@@ -57,9 +59,23 @@ STATIC_DIR = WEB_DIR / "static"
 POLL_MS = 2000
 
 
+def page_context(request: Request) -> dict[str, Any]:
+    """What every page's template gets: the CSP nonce for its scripts, the signed-in
+    ``viewer`` (or ``None``) and that session's CSRF token (``session_csrf``)."""
+    viewer, session_csrf = None, None
+    sid = browser.session_id(request)
+    if sid is not None:
+        try:
+            viewer = browser.session_user(request, app_sessions(request))
+        except RuntimeError:  # an app without a database: nobody is signed in
+            viewer = None
+        session_csrf = None if viewer is None else browser.csrf_token_for(sid)
+    return {"csp_nonce": getattr(request.state, "csp_nonce", ""), "viewer": viewer, "session_csrf": session_csrf}
+
+
 def make_templates() -> Jinja2Templates:
     """The Jinja2 environment of the pages, with Arena's formatting filters."""
-    templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+    templates = Jinja2Templates(directory=str(TEMPLATES_DIR), context_processors=[page_context])
     templates.env.filters.update(FILTERS)
     templates.env.globals.update(api=API_PREFIX, poll_ms=POLL_MS)
     return templates
@@ -113,6 +129,8 @@ def web_router() -> APIRouter:
 
     def not_found(request: Request, what: str) -> HTMLResponse:
         return page(request, "not_found.html", status_code=404, title="Not found", what=what)
+
+    add_account_routes(router, page)
 
     @router.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index(request: Request, session: SessionDep) -> HTMLResponse:

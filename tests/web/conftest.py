@@ -62,16 +62,35 @@ def browser() -> Iterator[object]:
         b.close()
 
 
+# Reports every Content-Security-Policy violation of the page (a blocked script, style,
+# connection...) on the console; installed through DevTools, so the policy does not block it.
+REPORT_CSP_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", (e) =>
+  console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || "inline"}` +
+                ` at ${e.sourceFile}:${e.lineNumber}`));
+"""
+
+# Remote loads the policy is meant to block: ReDoc's sidebar badge fetches its logo from
+# Redocly's CDN (the docs are served offline; the badge shows its text without it).
+BLOCKED_ON_PURPOSE = ("https://cdn.redoc.ly/",)
+
+
 @pytest.fixture
 def page(browser: object) -> Iterator[object]:
-    """A fresh page; the test fails if its JavaScript threw."""
+    """A fresh page; the test fails if its JavaScript threw or the page broke its Content-Security-Policy."""
     from tests.web.test_browser import TIMEOUT_MS
 
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script(REPORT_CSP_VIOLATIONS)
     pg = context.new_page()
     pg.set_default_timeout(TIMEOUT_MS)
     errors: list[str] = []
+    violations: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.on("console", lambda msg: violations.append(msg.text) if msg.type == "error" and (
+        "CSP violation" in msg.text or "Content Security Policy" in msg.text) else None)
     yield pg
     context.close()
     assert not errors, f"JavaScript errors: {errors}"
+    violations = [v for v in violations if not any(remote in v for remote in BLOCKED_ON_PURPOSE)]
+    assert not violations, f"Content-Security-Policy violations: {violations}"

@@ -131,3 +131,32 @@ def test_a_person_plays_a_whole_game_of_tictactoe_in_the_browser(page: object, p
     page.wait_for_url(f"{server}/matches/{match_id}")
     assert page.locator("#board .cell.p1, #board .cell.p2").count() == len(stored.actions)
     assert page.locator(f'#seats a[href="/agents/{human.id}"]').count() == 1  # the person's seat links their agent
+
+
+def test_a_signed_in_person_plays_through_the_session_without_a_token(page: object, play_server: PlayServer) -> None:
+    server, services = play_server.url, play_server.services
+    page.goto(f"{server}/signup")
+    page.fill("#signup-name", "hopper")
+    page.fill("#signup-password", "a long enough password")
+    page.fill("#signup-password2", "a long enough password")
+    page.click("#signup-submit")
+    page.wait_for_url(f"{server}/account?welcome=1")
+
+    page.goto(f"{server}/play/{play_server.agent_id}")
+    assert page.locator("#play-token").count() == 0  # signed in: no token field
+    assert "hopper" in page.locator("#play-as").inner_text()
+    page.check('input[name="seat"][value="0"]')
+    page.click("#play-start")
+    legal = page.locator("#play-board button.cell.legal")
+    while True:
+        page.wait_for_selector("#play-board button.cell.legal, #play-result:not([hidden])")
+        if page.locator("#play-result").is_visible():
+            break
+        legal.first.click()
+    match_id = page.locator("#play-replay").get_attribute("href").removeprefix("/matches/")
+    stored = wait_for_match(services, match_id)
+    with services.sessions() as session:
+        human = repo.get_agent(session, repo.get_participants(session, stored.seq)[0].agent_id)
+        user = repo.get_user_by_name(session, "hopper")
+    assert user is not None and human.kind == "human" and human.owner_id == user.id  # rated as hopper
+    assert page.evaluate("Object.keys(localStorage).length + Object.keys(sessionStorage).length") == 0

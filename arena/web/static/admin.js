@@ -1,12 +1,13 @@
-/* Admin integrity view: fetches /api/v1/admin/integrity with the admin's bearer token and draws the flags. */
+/* Admin integrity view: fetches /api/v1/admin/integrity and draws the flags. Signed in as an admin, the
+ * session cookie authenticates the GET; otherwise the admin's bearer token typed into the page, kept in
+ * the input only (never stored in localStorage or sessionStorage). */
 "use strict";
 (() => {
   const form = document.getElementById("integrity-form");
   if (!form) return;
   const { num, pct, el } = window.Arena;
   const status = document.getElementById("integrity-status");
-  const tokenInput = document.getElementById("admin-token");
-  tokenInput.value = sessionStorage.getItem("arenaAdminToken") || "";
+  const tokenInput = document.getElementById("admin-token");  // absent when signed in as an admin
 
   const who = (a) => el("span", {}, el("a", { href: `/agents/${a.agent_id}` }, a.name), a.owner ? ` (${a.owner})` : "");
   const empty = (cols, text) => el("tr", { class: "empty" }, el("td", { colspan: cols }, text));
@@ -45,13 +46,14 @@
 
   async function check(event) {
     if (event) event.preventDefault();
-    const token = tokenInput.value.trim();
-    if (!token) return;
-    sessionStorage.setItem("arenaAdminToken", token);
+    const token = tokenInput ? tokenInput.value.trim() : "";
+    if (tokenInput && !token) return;
+    const headers = { Accept: "application/json" };
+    if (token) headers.Authorization = `Bearer ${token}`;
     const env = document.getElementById("integrity-env").value;
     status.textContent = "Checking…";
     const response = await fetch(`${form.dataset.source}?env=${encodeURIComponent(env)}`,
-      { headers: { Accept: "application/json", Authorization: `Bearer ${token}` } });
+      { headers });
     const body = await response.json();
     if (!response.ok) {
       status.textContent = body.detail || `error ${response.status}`;
@@ -67,5 +69,5 @@
   }
 
   form.addEventListener("submit", check);
-  if (tokenInput.value) check();
+  if (!tokenInput) check();
 })();

@@ -3,9 +3,11 @@
  * This is the protocol's second client (the first is arena/connected/client.py); the
  * messages are described in docs/connected.md. The page
  *
- *  1. opens a match: POST /api/v1/agents/{id}/play (with "Authorization: Bearer" when
- *     the person gave an API token, to be rated) -> {match_id, human_agent_id, seat,
- *     play_token, ws_path};
+ *  1. opens a match: POST /api/v1/agents/{id}/play -> {match_id, human_agent_id, seat,
+ *     play_token, ws_path}. A person signed in on the site is rated through the session
+ *     cookie (the post carries the page's CSRF token in X-CSRF-Token); signed out, with
+ *     "Authorization: Bearer" when the person typed an API token into the page. That
+ *     token lives in the input only: never stored (no localStorage, no sessionStorage);
  *  2. connects to ws_path and says hello with the play token, asking for msgpack
  *     (binary frames; arrays arrive as {dtype, shape, data} with little-endian bytes);
  *  3. draws every `request` (the board as the mover sees it: obs[..., 0] are the
@@ -25,7 +27,6 @@
 
   const PROTOCOL = 1;
   const PING_MS = 20000;
-  const TOKEN_KEY = "arena.token";  // the API token, kept in this browser only
   const RECONNECTS = 5;
   // Close codes after which reconnecting cannot help (arena/connected/protocol.py).
   const FATAL_CLOSES = new Set([4400, 4401, 4403, 4404, 4409]);
@@ -45,12 +46,12 @@
   const api = root.dataset.api;
   const geometry = BOARDS[env] || null;  // null: rock-paper-scissors
   const form = $("play-setup"), tokenInput = $("play-token"), startButton = $("play-start");
+  const csrfMeta = document.querySelector('meta[name="csrf-token"]');  // present when signed in
   const statusEl = $("play-status"), clockEl = $("play-clock"), timeEl = $("play-time");
   const area = $("play-board"), resultEl = $("play-result"), outcomeEl = $("play-outcome");
 
   let game = null;  // the game in progress (see newGame)
 
-  tokenInput.value = localStorage.getItem(TOKEN_KEY) || "";
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     start().catch((err) => { say(`Could not start: ${err.message}`); startButton.disabled = false; });
@@ -84,12 +85,12 @@
   // -- 1. open the match --------------------------------------------------------------
   async function start() {
     startButton.disabled = true;
-    const token = tokenInput.value.trim();
-    if (token) localStorage.setItem(TOKEN_KEY, token); else localStorage.removeItem(TOKEN_KEY);
+    const token = tokenInput ? tokenInput.value.trim() : "";
     const checked = form.querySelector('input[name="seat"]:checked');
     const seat = checked && checked.value !== "" ? Number(checked.value) : null;
     const headers = {"Content-Type": "application/json"};
     if (token) headers.Authorization = `Bearer ${token}`;
+    else if (csrfMeta) headers["X-CSRF-Token"] = csrfMeta.content;
     say("Opening a game…");
     const res = await fetch(`${api}/agents/${root.dataset.agent}/play`, {
       method: "POST", headers, body: JSON.stringify({seat}),

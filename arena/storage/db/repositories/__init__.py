@@ -8,6 +8,17 @@ session:`` for reads; see :class:`arena.storage.db.Sessions`). No business logic
 here: ratings are computed by :mod:`league`, statuses decided by the scheduler.
 """
 
+from arena.storage.db.repositories.accounts import (
+    create_web_session,
+    delete_expired_sessions,
+    delete_user_sessions,
+    delete_web_session,
+    password_hash_of,
+    rotate_api_token,
+    set_password_hash,
+    user_for_session,
+    user_with_password,
+)
 from arena.storage.db.repositories.agents import (
     AgentInfo,
     agent_ids_for_keys,
@@ -160,6 +171,10 @@ __all__ = [
     "count_requested_probes",
     "create_league",
     "create_user",
+    "create_web_session",
+    "delete_expired_sessions",
+    "delete_user_sessions",
+    "delete_web_session",
     "dequeue_matches",
     "drop_old_replays",
     "enqueue_matches",
@@ -202,6 +217,7 @@ __all__ = [
     "match_row",
     "newest_match_seq",
     "page_agents",
+    "password_hash_of",
     "ping",
     "probe_at_budget",
     "probes_by_status",
@@ -217,15 +233,19 @@ __all__ = [
     "replay_state",
     "requeue_running_probes",
     "revoke_api_token",
+    "rotate_api_token",
     "seat_counts",
     "set_agent_published",
     "set_agent_status",
     "set_league_config",
+    "set_password_hash",
     "set_probe_progress",
     "snapshot_specs",
     "unprobed_agents",
     "upsert_ratings",
+    "user_for_session",
     "user_for_token",
     "user_names",
+    "user_with_password",
     "waiting_agents",
 ]
