@@ -29,6 +29,7 @@ from arena.core.errors import (
     ReplayNotKept,
     TooManyRequests,
     UnknownChallenge,
+    UnknownCompetition,
     UnknownMatch,
 )
 from arena.snapshots.pool import SnapshotCorrupt, SnapshotNotFound
@@ -67,6 +68,7 @@ STATUS_CODES: dict[type[ArenaError], int] = {
     UnknownAgent: 404,
     UnknownMatch: 404,
     UnknownChallenge: 404,
+    UnknownCompetition: 404,
     ReplayNotKept: 410,
     SnapshotNotFound: 404,
     Conflict: 409,

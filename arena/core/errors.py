@@ -22,6 +22,7 @@ __all__ = [
     "ReplayNotKept",
     "TooManyRequests",
     "UnknownChallenge",
+    "UnknownCompetition",
     "UnknownMatch",
 ]
 
@@ -68,6 +69,10 @@ class ReplayNotKept(UnknownMatch):
 
 class UnknownChallenge(ArenaError):
     """A challenge id that was never queued, or whose record has expired."""
+
+
+class UnknownCompetition(ArenaError):
+    """A competition id that does not exist, or a private one the caller has not joined."""
 
 
 class TooManyRequests(ArenaError):

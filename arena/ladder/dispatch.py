@@ -76,6 +76,9 @@ class LadderConfig:
         lane: Which part of the env's persisted queue this ladder owns: ``""`` the
             main ladder, ``"connected"`` the matches of connected agents, played beside
             it (:mod:`arena.ladder.lane`). Each resumes only its own queued matches.
+        board: The board the matches are rated on: ``None`` the env's ladder, else a board of
+            its own beside it (``competition:<id>``, :mod:`arena.competitions.season`), whose
+            ratings restart from the prior and never touch the agents' statuses.
     """
 
     env_id: str
@@ -85,6 +88,7 @@ class LadderConfig:
     max_rate: float | None = None
     db_retry_s: float = 120.0
     lane: str = ""
+    board: str | None = None
 
 
 @dataclass
@@ -141,7 +145,8 @@ class Ladder:
         self.config = config
         self.spec = get_spec(config.env_id)
         self.env = rating_env
-        self.recorder = MatchRecorder(sessions, self.spec, self.env, db_retry_s=config.db_retry_s)
+        self.recorder = MatchRecorder(sessions, self.spec, self.env, db_retry_s=config.db_retry_s,
+                                      board=config.board)
         self.sources: dict[str, AgentSource] = {}
         self.agent_ids: dict[str, int] = {}
         self.plays: dict[str, str | None] = {}
@@ -166,7 +171,7 @@ class Ladder:
                 raise UnknownAgent(f"{', '.join(missing)} are not registered agents of {self.spec.env_id}; "
                                    "register neural agents with register_snapshot_agent first")
             all_ids = {**self.agent_ids, **ids}
-            return all_ids, load_book(session, self.env, all_ids)
+            return all_ids, load_book(session, self.env, all_ids, self.config.board)
 
         self.agent_ids, self.book = self.sessions.write_transaction(
             register, what=f"adding agents to the {self.spec.env_id} ladder", idempotent=True)
@@ -183,12 +188,12 @@ class Ladder:
             self.agent_ids = ids
             self.sources = {s.key: s for s in sources if s.key in ids}
             self.plays = self._roles(session)
-            self.book = load_book(session, self.env, ids)
+            self.book = load_book(session, self.env, ids, self.config.board)
 
     def reload_ratings(self) -> None:
         """Read the ladder's standings again (another writer, the connected lane, rated some)."""
         with self.sessions() as session:
-            self.book = load_book(session, self.env, self.agent_ids)
+            self.book = load_book(session, self.env, self.agent_ids, self.config.board)
 
     def _roles(self, session: Session) -> dict[str, str | None]:
         """The role each agent on the ladder plays (``None``: every role)."""
@@ -277,7 +282,7 @@ class Ladder:
 
     def _matches_so_far(self) -> int:
         with self.sessions() as session:
-            return repo.count_matches(session, self.spec.env_id)
+            return repo.count_matches(session, self.spec.env_id, board=self.config.board)
 
     def run(self, runner: MatchRunner, matches: int,
             on_progress: Callable[[LadderProgress], None] | None = None,
@@ -320,7 +325,8 @@ class Ladder:
                 log.info("%s ladder stopping; %d matches stay queued", self.spec.env_id, progress.in_flight)
                 break
         set_in_flight(self.spec.env_id, 0)
-        self._update_statuses()
+        if self.config.board is None:  # another board's ratings say nothing about the agent's status
+            self._update_statuses()
         return progress
 
     def _update_statuses(self) -> None:

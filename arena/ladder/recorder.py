@@ -26,11 +26,16 @@ from arena.engine.records import gc_paused
 from arena.ladder.registration import ladder_rating_env
 from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
+from arena.storage.db.repositories import competitions as competitions_repo
 from envs.spec import EnvSpec
 from league.ratings.book import MatchResult, RatingBook, Standing
 from league.ratings.rating import Rating, RatingEnv
 
 log = logging.getLogger(__name__)
+
+# A board is the env's ladder (``None``) or one beside it (``competition:<id>``): the same
+# rating code, recorder and rebuild; its matches are stored with ``board`` set and
+# ``rated = false`` (not rated on the ladder), its ratings in ``board_ratings``.
 
 # Rated matches a rebuild hands to RatingBook.apply_batch at a time (any size gives the
 # same ratings; larger batches make wider waves).
@@ -46,10 +51,12 @@ class RecordOutcome:
     book: RatingBook
 
 
-def load_book(session: Session, env: RatingEnv, agent_ids: dict[str, int]) -> RatingBook:
-    """The stored standings of ``agent_ids`` (key -> id) as a :class:`RatingBook`."""
+def load_book(session: Session, env: RatingEnv, agent_ids: dict[str, int], board: str | None = None) -> RatingBook:
+    """The stored standings of ``agent_ids`` (key -> id) on ``board`` (``None``: the env's ladder)
+    as a :class:`RatingBook`."""
     keys = {v: k for k, v in agent_ids.items()}
-    stored = repo.load_ratings(session, list(agent_ids.values()))
+    stored = (repo.load_ratings(session, list(agent_ids.values())) if board is None
+              else competitions_repo.load_board_ratings(session, board, list(agent_ids.values())))
     return RatingBook(env, {
         (keys[aid], role): Standing(Rating(r.mu, r.sigma), r.games, r.wins, r.draws, r.losses,
                                     r.last_match_seq)
@@ -88,12 +95,14 @@ class MatchRecorder:
         spec: The env's spec (teams and roles decide how a match is rated).
         env: The ladder's TrueSkill environment.
         league_id: League the matches belong to, if any.
+        board: The board the matches are rated on (``None``: the env's ladder).
     """
 
     def __init__(self, sessions: Sessions, spec: EnvSpec, env: RatingEnv,
-                 league_id: int | None = None, db_retry_s: float = 120.0) -> None:
+                 league_id: int | None = None, db_retry_s: float = 120.0, board: str | None = None) -> None:
         self.sessions, self.spec, self.env, self.league_id = sessions, spec, env, league_id
         self.db_retry_s = db_retry_s
+        self.board = board
 
     def record(self, records: list[MatchRecord], agent_ids: dict[str, int]) -> RecordOutcome:
         """Record ``records`` once; rate the newly inserted ones in sequence order.
@@ -115,12 +124,13 @@ class MatchRecorder:
     def _record(self, session: Session, records: list[MatchRecord],
                 agent_ids: dict[str, int]) -> tuple[list[tuple[int, MatchRecord]], RatingBook, float]:
         spec = self.spec
-        rows = [repo.match_row(r, league_id=self.league_id) for r in records]
+        board = self.board
+        rows = [repo.match_row(r, league_id=self.league_id, rated=board is None, board=board) for r in records]
         new = repo.insert_matches(session, rows)
         repo.dequeue_matches(session, [r.match_id for r in records])
         fresh = sorted((new[r.match_id], r) for r in records if r.match_id in new)
         involved = {a: agent_ids[a] for _, r in fresh for a in r.seats}
-        book = load_book(session, self.env, involved)
+        book = load_book(session, self.env, involved, board)
         rating_started = time.perf_counter()
         events, participants, touched = [], [], set()
         rated = book.apply_batch([MatchResult([rec.seats[team[0]] for team in spec.teams], spec.roles,
@@ -136,8 +146,12 @@ class MatchRecorder:
             participants.extend(participant_rows(spec, rec, seq, involved))
         rating_seconds = time.perf_counter() - rating_started
         repo.insert_participants(session, participants)
-        repo.insert_rating_events(session, events)
-        repo.upsert_ratings(session, book_rows(book, spec, involved, sorted(touched)))
+        rows = book_rows(book, spec, involved, sorted(touched))
+        if board is None:
+            repo.insert_rating_events(session, events)
+            repo.upsert_ratings(session, rows)
+        else:
+            competitions_repo.upsert_board_ratings(session, board, rows)
         return fresh, book, rating_seconds
 
     def _report(self, records: list[MatchRecord], agent_ids: dict[str, int], fresh: list[tuple[int, MatchRecord]],
@@ -194,20 +208,22 @@ class RebuildReport:
         return not self.mismatches
 
 
-def rebuild_ratings(sessions: Sessions, spec: EnvSpec, *, write: bool = False) -> RebuildReport:
-    """Recompute every rating of ``spec.env_id`` from the match log in sequence order.
+def rebuild_ratings(sessions: Sessions, spec: EnvSpec, *, write: bool = False, board: str | None = None,
+                    rating_env: RatingEnv | None = None) -> RebuildReport:
+    """Recompute every rating of ``spec.env_id`` (of ``board``, if given) from the match log in sequence order.
 
-    Uses the TrueSkill constants stored with the env (the ones its ladder rated with)
-    and compares the result with the live ratings field by field (exact float
-    equality); with ``write=True`` the live table is replaced by the rebuilt one.
+    Uses the TrueSkill constants stored with the env (the ones its ladder rated with;
+    ``rating_env`` for a board with constants of its own) and compares the result with the
+    live ratings field by field (exact float equality); with ``write=True`` the live table
+    is replaced by the rebuilt one.
     """
     def rebuild(session: Session) -> tuple[int, RatingBook, list[str]]:
-        env = ladder_rating_env(session, spec.env_id)
+        env = rating_env or ladder_rating_env(session, spec.env_id)
         agents = {a.key: a.id for a in repo.list_agents(session, spec.env_id)}
         book = RatingBook(env)
         count, pending = 0, []
-        for match in repo.iter_matches(session, env_id=spec.env_id):
-            if match.rated:
+        for match in repo.iter_matches(session, env_id=spec.env_id, board=board):
+            if match.rated or board is not None:
                 pending.append(MatchResult([match.seats[team[0]] for team in spec.teams], spec.roles,
                                            match.winner, match.seq))
                 if len(pending) == REBUILD_BATCH:
@@ -215,10 +231,13 @@ def rebuild_ratings(sessions: Sessions, spec: EnvSpec, *, write: bool = False) -
                     pending = []
             count += 1
         book.apply_batch(pending)
-        mismatches = _diff(book, load_book(session, env, agents))
-        if write:
+        mismatches = _diff(book, load_book(session, env, agents, board))
+        if write and board is None:
             repo.clear_ratings(session, spec.env_id)
             repo.upsert_ratings(session, book_rows(book, spec, agents))
+        elif write:
+            competitions_repo.clear_board_ratings(session, board)
+            competitions_repo.upsert_board_ratings(session, board, book_rows(book, spec, agents))
         return count, book, mismatches
 
     if write:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -105,13 +106,18 @@ def validate_weights(services: Services, sub: Submission) -> tuple[CheckpointSpe
 
 def submit_agent(services: Services, owner_id: int | None, owner_name: str, sub: Submission, *,
                  pool_name: str | None = None, league_id: int | None = None,
-                 parent_sha256: str | None = None) -> int:
+                 parent_sha256: str | None = None,
+                 tag: Callable[[Session], Callable[[int], None]] | None = None) -> int:
     """Validate and store a submission; returns the new agent's id (status ``queued``).
 
     Args:
         pool_name: The snapshot pool it joins (default ``submissions.<env>``); a league's
             pool for a snapshot pushed through the league API.
         league_id, parent_sha256: Lineage of a league snapshot.
+        tag: Checks the storing transaction before anything is written and returns what
+            attaches the new agent's id to something else in it (a competition entry:
+            :func:`arena.competitions.service.entry_tag`); what either raises refuses the
+            submission and nothing is stored.
 
     Raises:
         InvalidSubmission: Unknown env, bad spec or weights, or spec env != form env.
@@ -141,10 +147,14 @@ def submit_agent(services: Services, owner_id: int | None, owner_name: str, sub:
                 existing_id=existing.id,
             )
         # Storing the same weights twice in the pool (on a retry) is harmless: content-addressed.
-        return register_snapshot_agent(session, services.pool, sub.weights, spec,
-                                       pool_name=pool_name or f"submissions.{env.env_id}", name=name,
-                                       owner_id=owner_id, reason=_queued_reason(env.env_id, served),
-                                       league_id=league_id, parent_sha256=parent_sha256).id
+        attach = tag(session) if tag is not None else None
+        agent_id = register_snapshot_agent(session, services.pool, sub.weights, spec,
+                                           pool_name=pool_name or f"submissions.{env.env_id}", name=name,
+                                           owner_id=owner_id, reason=_queued_reason(env.env_id, served),
+                                           league_id=league_id, parent_sha256=parent_sha256).id
+        if attach is not None:
+            attach(agent_id)
+        return agent_id
 
     agent_id = services.sessions.write_transaction(store, what=f"storing a submission for {env.env_id}")
     log.info("agent %s (%s) submitted for %s by %s", agent_id, key, env.env_id, owner_name)

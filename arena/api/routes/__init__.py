@@ -7,6 +7,7 @@ from arena.api.routes import (
     agents,
     challenges,
     clones,
+    competitions,
     connected,
     envs,
     health,
@@ -26,7 +27,7 @@ def api_router() -> APIRouter:
     """Every JSON endpoint, mounted under :data:`API_PREFIX`."""
     router = APIRouter(prefix=API_PREFIX)
     for module in (health, users, envs, connected, people, agents, clones, probes, leaderboard, matches,
-                   leagues, challenges, admin):
+                   leagues, challenges, competitions, admin):
         router.include_router(module.router)
     router.include_router(league_api.router)  # the league API for outside trainers
     return router

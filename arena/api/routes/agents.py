@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
@@ -11,10 +12,11 @@ from starlette.concurrency import run_in_threadpool
 from arena.api.deps import Principal, ServicesDep, SessionDep, StateDep, WriterDep, optional_user
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, AgentPublic, AgentsPublic, AgentUpdate, HistoryPublic
+from arena.api.state import ApiState
 from arena.api.upload import read_form
 from arena.core.agent_status import AgentStatus
 from arena.core.errors import Forbidden, InvalidParameter
-from arena.ladder.submissions import FIELD_HELP, form_limits, parse_submission, submit_agent
+from arena.ladder.submissions import FIELD_HELP, Submission, form_limits, parse_submission, submit_agent
 from arena.read.summaries import agents_public
 from arena.snapshots.formats import weights_suffix
 from arena.storage.db import repositories as repo
@@ -89,15 +91,24 @@ def _downloadable(session: Session, agent_id: int, user: Principal | None) -> re
 )
 async def create_agent(request: Request, user: WriterDep, state: StateDep) -> AgentPublic:
     """Submit a checkpoint; a rejected upload stores nothing (and uses none of the quota)."""
+    return await receive_agent(request, user, state)
+
+
+async def receive_agent(request: Request, user: Principal, state: ApiState,
+                        tag: Callable[[Submission], Callable[[Session], Callable[[int], None]]] | None = None,
+                        ) -> AgentPublic:
+    """The one submission path: read the upload, validate it in full, store it (``tag``: what else the
+    storing transaction checks and writes, e.g. a competition entry; see ``submit_agent``)."""
     services = state.services
     fields = await read_form(request, form_limits(services.settings.max_upload_bytes))
     submission = parse_submission(fields)
+    tagged = None if tag is None else tag(submission)
 
     def submit() -> int:
         if user.user_id is None or submission.env not in {e.env_id for e in list_envs()}:
-            return submit_agent(services, user.user_id, user.name, submission)
+            return submit_agent(services, user.user_id, user.name, submission, tag=tagged)
         with state.limits.submission(user.user_id, submission.env):
-            return submit_agent(services, user.user_id, user.name, submission)
+            return submit_agent(services, user.user_id, user.name, submission, tag=tagged)
 
     agent_id = await run_in_threadpool(submit)
 

@@ -49,6 +49,7 @@ _MATCH_DEFAULTS: dict[str, Any] = {
     "rated": True,
     "replay_requested": False,
     "replay_dropped": False,
+    "board": None,
 }
 _REQUIRED = ("id", "env_id", "seed", "seats", "actions", "scores", "termination")
 
@@ -134,10 +135,12 @@ _PARTICIPANT_KEYS = tuple(f for f in Participant.__dataclass_fields__)
 
 
 def match_row(
-    record: MatchRecord, *, league_id: int | None = None, rated: bool = True
+    record: MatchRecord, *, league_id: int | None = None, rated: bool = True, board: str | None = None
 ) -> dict[str, Any]:
-    """The ``insert_matches`` row of an engine record."""
+    """The ``insert_matches`` row of an engine record (``board``: the board other than the env's
+    ladder that rates it, e.g. ``competition:<id>``; such a match is not rated on the ladder)."""
     return {
+        "board": board,
         "id": record.match_id, "env_id": record.env, "league_id": league_id,
         "seed": record.seed, "seats": list(record.seats), "weights": list(record.weights),
         # (seat, action) tuples serialise as JSON arrays; no per-pair copy needed.
@@ -285,28 +288,33 @@ def existing_match_ids(session: Session, ids: Iterable[str]) -> set[str]:
     return found
 
 
-def count_matches(session: Session, env_id: str | None = None) -> int:
-    """Number of stored matches (of ``env_id``, or of all envs)."""
+def count_matches(session: Session, env_id: str | None = None, *, board: str | None = None) -> int:
+    """Number of stored matches (of ``env_id``, or of all envs; of ``board`` only, if given)."""
     stmt = select(func.count()).select_from(Match)
     if env_id is not None:
         stmt = stmt.where(Match.env_id == env_id)
+    if board is not None:
+        stmt = stmt.where(Match.board == board)
     return session.execute(stmt).scalar_one()
 
 
 def iter_matches(
-    session: Session, env_id: str | None = None, after_seq: int = 0, batch: int = 5000
+    session: Session, env_id: str | None = None, after_seq: int = 0, batch: int = 5000, *,
+    board: str | None = None,
 ) -> Iterator[StoredMatch]:
     """Matches with ``seq > after_seq`` in seq order, fetched ``batch`` at a time.
 
     Keyset pagination (``WHERE seq > last ORDER BY seq LIMIT batch``): every batch is
     an index range scan, however far into the log it is. This is the order ratings
-    are rebuilt in.
+    are rebuilt in. ``board``: only the matches rated on that board (a competition's).
     """
     last = after_seq
     while True:
         stmt = select(*_MATCH_COLUMNS).where(Match.seq > last).order_by(Match.seq).limit(batch)
         if env_id is not None:
             stmt = stmt.where(Match.env_id == env_id)
+        if board is not None:
+            stmt = stmt.where(Match.board == board)
         page = [StoredMatch(*row) for row in session.execute(stmt)]
         yield from page
         if len(page) < batch:

@@ -1,0 +1,15 @@
+"""Competitions on the service: seasons with deadlines, teams and quotas, a board of their own,
+and a final evaluation whose ranks are certified.
+
+- ``rules``: the settings a competition is created with, what may change once it opens,
+  its states, the daily quota's window and Kaggle's merge rule (pure).
+- ``service``: the writes behind the API (create, open, join, teams, merges, entries),
+  each one transaction whose gating counts are checked under a lock.
+- ``season``: a competition's board, played by the background service with the ladder's
+  pacer, dispatch and recorder (board key ``competition:<id>``).
+- ``final``: the final evaluation driver (frozen pool, ratings from the prior, batches from
+  :mod:`league.competitions.final_schedule` until :mod:`league.competitions.certification`
+  certifies, or the budget or the end date stops it), resumable from the match log.
+
+The pure parts (certification, schedules, tournaments, divisions) are :mod:`league.competitions`.
+"""
