@@ -217,7 +217,7 @@ class FinalEvaluation:
         log_threshold = math.log(2 * family / (1.0 - self.config.confidence))
         pairs = tuple(self._pair(standings[u].entry, standings[v].entry, kind, family, log_threshold)
                       for u, v, kind in _tested(standings, self.config.top_k))
-        floor_met = all(s.games >= self.config.floor for s in standings)
+        floor_met = n < 2 or all(s.games >= self.config.floor for s in standings)  # one entry: nobody to play
         certified = floor_met and all(p.status in (PairStatus.SEPARATED, PairStatus.TIED) for p in pairs)
         return Certificate(standings, pairs, floor_met, certified, family, self.config)
 

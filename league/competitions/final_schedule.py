@@ -51,6 +51,8 @@ def final_pairings(certificate: Certificate, games: int, rng: np.random.Generato
     Returns:
         Games in seat-swapped couples; empty when certified.
     """
+    if len(certificate.standings) < 2:
+        return []
     units = max(1, games // 2)
     pairs = _floor_units(certificate, units, rng)
     pairs += _open_units(certificate, units - len(pairs))

@@ -69,3 +69,9 @@ def test_a_small_pool_is_certified_in_its_true_order():
     assert [s.entry for s in cert.standings[:4]] == ["e0", "e1", "e2", "e3"]
     assert min(s.games for s in cert.standings) >= 8
     assert all(p.status is PairStatus.SEPARATED for p in cert.pairs)
+
+
+def test_a_pool_of_one_is_certified_and_plays_nothing():
+    cert = certify(["solo"], [], CertificationConfig(floor=10))
+    assert cert.certified and cert.pairs == ()
+    assert final_pairings(cert, 64, np.random.default_rng(0)) == []
