@@ -5,7 +5,9 @@ Input: the frozen pool's entry ids and the games played among them, in match-log
 0). Output: a :class:`Certificate`: the standings, rank ranges, and for the pairs the
 rule tests whether each is *separated*, *tied*, *reversed* or *open*, and whether the
 evaluation is certified. The same games in the same order give the same certificate
-(the verifier recomputes it from the match-log export).
+(the verifier recomputes it from the match-log export). The order must be the order the
+games were scheduled in (the match sequence), not the order they finished: a batch
+sorted by finishing time would put quick wins first and let outcomes leak into the order.
 
 Standings: TrueSkill from the prior over these games in log order, through the ladder's
 one rating code (:class:`~league.ratings.book.RatingBook`), ranked by ``mu`` (ties: pool

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -147,3 +149,12 @@ GOLDEN_MU = [25.609413, 24.304636, 21.27938]
 def test_a_game_outside_the_pool_is_refused():
     with pytest.raises(ValueError, match="outside the frozen pool"):
         certify(["a", "b"], [Game("a", "z", 1.0)])
+
+
+def test_the_published_json_is_strict_json_and_names_the_statuses():
+    cert = certify(["a", "b", "c"], drawn("a", "b", 0.9, 50, seed=9), CertificationConfig(top_k=2, floor=0))
+    text = json.dumps(cert.to_json(), allow_nan=False)
+    data = json.loads(text)
+    assert [p["status"] for p in data["pairs"]] == [p.status.value for p in cert.pairs]
+    assert data["pairs"][1]["score"] is None  # b and c never met
+    assert data["config"]["top_k"] == 2 and data["family_pairs"] == 3
