@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.onnx_agents.confine import refusal, resolve_mode
 from agents.onnx_agents.wire import Deadline, WireError, recv_frame, send_frame
 from agents.policy import PolicyCrashed
 from envs.errors import InvalidSubmission, ServiceUnavailable
@@ -50,6 +51,9 @@ class SandboxLimits:
             first gets the chance to end the run itself and stay alive).
         gpu: Workers for onnxruntime's CUDA provider (no address-space limit, file
             access allowed: the driver reserves huge mappings and loads libraries).
+        confinement: ``required`` or ``best-effort``
+            (:func:`agents.onnx_agents.confine.resolve_mode`; ``None``: the
+            ``ARENA_ONNX_CONFINEMENT`` of this process's environment, else the kernel's default).
     """
 
     workers: int = 2
@@ -59,6 +63,7 @@ class SandboxLimits:
     acquire_timeout_s: float = 120.0
     kill_grace_s: float = 0.25
     gpu: bool = False
+    confinement: str | None = None
 
 
 class SandboxCrashed(PolicyCrashed):
@@ -73,6 +78,10 @@ class SandboxUnavailable(ServiceUnavailable):
     """No worker process could be started or leased: the sandbox failed, not the model."""
 
 
+class ConfinementRefused(SandboxUnavailable):
+    """Workers may not run models here: a layer the operator requires was refused by the kernel."""
+
+
 class OnnxRunError(RuntimeError):
     """onnxruntime failed on a run (the worker reported its message and lives on)."""
 
@@ -81,12 +90,15 @@ class Missing(Exception):
     """The worker does not hold the model (never loaded there, or dropped)."""
 
 
-def _environment() -> dict[str, str]:
+def worker_environment() -> dict[str, str]:
+    """A worker's whole environment: no ``ARENA_*`` setting, database or Redis URL."""
     keep = {k: os.environ[k] for k in ("PATH", "LANG", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES")
             if k in os.environ}
     path = os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    # ORT_DISABLE_TELEMETRY: onnxruntime 1.32 otherwise opens a SQLite store under the
+    # user's cache at import, writable by every worker and read by the next one's import.
     return {**keep, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "ORT_DISABLE_TELEMETRY": "1"}
 
 
 def _shared_region() -> tuple[int | None, mmap.mmap | None]:
@@ -119,26 +131,33 @@ def exit_status(code: int | None) -> str:
 
 
 class WorkerProcess:
-    """One worker process and the parent's ends of its two pipes."""
+    """One worker process and the parent's ends of its two pipes.
 
-    def __init__(self, limits: SandboxLimits) -> None:
+    ``module`` is the program it runs (tests start their own, confined the same way).
+    """
+
+    def __init__(self, limits: SandboxLimits, module: str = "agents.onnx_agents.worker") -> None:
+        try:
+            self.mode = resolve_mode(limits.confinement)
+        except ValueError as exc:
+            raise ConfinementRefused(str(exc)) from None
         req_r, self.req = os.pipe()
         self.resp, resp_w = os.pipe()
         shared_fd, self.shared = _shared_region()
         config = {"memory_bytes": None if limits.gpu else limits.memory_bytes,
                   "gpu": limits.gpu, "max_sessions": limits.max_sessions,
-                  "shared_fd": shared_fd, "shared_bytes": SHARED_BYTES}
+                  "shared_fd": shared_fd, "shared_bytes": SHARED_BYTES, "confinement": self.mode}
         try:
             for fd in (self.req, self.resp):
                 with contextlib.suppress(OSError):
                     fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_BYTES)
                 os.set_blocking(fd, False)
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-m", "agents.onnx_agents.worker", str(req_r), str(resp_w),
+                [sys.executable, "-s", "-m", module, str(req_r), str(resp_w),
                  json.dumps(config)],
                 pass_fds=tuple(fd for fd in (req_r, resp_w, shared_fd) if fd is not None),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                env=_environment(), cwd="/", start_new_session=True)
+                env=worker_environment(), cwd="/", start_new_session=True)
         except OSError as exc:
             for fd in (self.req, self.resp):
                 os.close(fd)
@@ -156,7 +175,12 @@ class WorkerProcess:
         return self.proc.pid
 
     def ready(self, timeout_s: float) -> dict[str, Any]:
-        """Its hello (read once); raises :class:`SandboxUnavailable` if it never comes."""
+        """Its hello (read once).
+
+        Raises:
+            SandboxUnavailable: It never came.
+            ConfinementRefused: The worker lacks a layer its mode requires (it exits).
+        """
         if self.hello is None:
             try:
                 header, _ = recv_frame(self.resp, time.monotonic() + timeout_s, max_payload=0)
@@ -168,6 +192,11 @@ class WorkerProcess:
             if header.get("op") != "hello":
                 self.kill()
                 raise SandboxUnavailable("an ONNX worker process sent no hello")
+            # Checked here too, not only by the worker: a missing layer runs no model.
+            refused = refusal(header.get("confinement") or {}, self.mode) or header.get("refused")
+            if refused:
+                self.kill()
+                raise ConfinementRefused(str(refused)[:2000])
             self.hello = header
         return self.hello
 

@@ -10,7 +10,9 @@ long operator that onnxruntime's own ``terminate`` cannot interrupt. A worker th
 under a request (a native crash, the kernel's CPU-time limit, the SIGKILL) costs that
 request only: the caller gets :class:`SandboxCrashed` or :class:`SandboxTimeout`, and a
 replacement starts at once. If no worker can be started at all the caller gets
-:class:`SandboxUnavailable` (HTTP 503): the sandbox itself failed, not the model.
+:class:`SandboxUnavailable` (HTTP 503): the sandbox itself failed, not the model. A
+worker that lacks a confinement layer its mode requires runs nothing and is not
+replaced: every later lease raises :class:`ConfinementRefused` (a 503 too) at once.
 One process is driven by :class:`~agents.onnx_agents.process.WorkerProcess`.
 """
 
@@ -19,8 +21,11 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import json
 import logging
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -29,7 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from agents.onnx_agents.confine import MODE_VARIABLE, refusal, resolve_mode
 from agents.onnx_agents.process import (
+    ConfinementRefused,
     Missing,
     OnnxRunError,
     SandboxCrashed,
@@ -38,11 +45,13 @@ from agents.onnx_agents.process import (
     SandboxUnavailable,
     WorkerProcess,
     exit_status,
+    worker_environment,
 )
 from agents.onnx_agents.wire import SHARED_MIN_BYTES, WireError, array_of, put_shared, shared_array
 
-__all__ = ["Lease", "OnnxRunError", "OnnxSandbox", "SandboxCrashed", "SandboxLimits", "SandboxTimeout",
-           "SandboxUnavailable", "SandboxedModel", "default_sandbox", "validation_sandbox"]
+__all__ = ["ConfinementRefused", "Lease", "OnnxRunError", "OnnxSandbox", "SandboxCrashed", "SandboxLimits",
+           "SandboxTimeout", "SandboxUnavailable", "SandboxedModel", "confinement_report", "default_sandbox",
+           "validation_sandbox"]
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +147,7 @@ class OnnxSandbox:
         self._owner = os.getpid()
         self._closed = False
         self._reported: dict[str, Any] | None = None
+        self._refused: str | None = None  # a required layer the kernel refused: final
         self.replaced = 0
         atexit.register(self.close)
 
@@ -148,6 +158,16 @@ class OnnxSandbox:
         """The worker processes' pids (only busy or only idle ones if ``busy`` says so)."""
         with self._cond:
             return [w.pid for w in self._workers if busy is None or w.busy == busy]
+
+    def confinement(self) -> dict[str, Any] | None:
+        """What the last worker that said hello reported (``None`` before any did)."""
+        with self._cond:
+            return dict(self._reported) if self._reported is not None else None
+
+    @property
+    def refused(self) -> str | None:
+        """Why its workers run no model (a required layer refused), else ``None``."""
+        return self._refused
 
     def hello(self) -> dict[str, Any]:
         """A worker's hello: onnxruntime version, providers, what the confinement did."""
@@ -164,10 +184,19 @@ class OnnxSandbox:
 
         Raises:
             SandboxUnavailable: No worker could be started, or none became idle in time.
+            ConfinementRefused: Workers lack a confinement layer the mode requires.
         """
         worker = self._acquire(key, self.limits.acquire_timeout_s if wait_s is None else wait_s)
         try:
-            self._report(worker.ready(self.limits.start_timeout_s))
+            try:
+                hello = worker.ready(self.limits.start_timeout_s)
+            except ConfinementRefused as exc:
+                with self._cond:
+                    if self._refused is None:
+                        log.error("%s", exc)
+                    self._refused = str(exc)
+                raise
+            self._report(hello)
             yield Lease(self, worker)
         finally:
             self._release(worker)
@@ -180,6 +209,8 @@ class OnnxSandbox:
             while True:
                 if self._closed:
                     raise SandboxUnavailable("the ONNX sandbox is closed")
+                if self._refused is not None:
+                    raise ConfinementRefused(self._refused)
                 idle = [w for w in self._workers if not w.busy and w.proc.poll() is None]
                 for w in [w for w in self._workers if not w.busy and w not in idle]:
                     self._discard(w, replace=False)  # died while idle: nobody's fault
@@ -201,6 +232,10 @@ class OnnxSandbox:
         with self._cond:
             worker.busy = False
             if worker.proc.poll() is not None:
+                if self._refused is not None:  # it ran nothing: no replacement would either
+                    self._discard(worker, replace=False)
+                    self._cond.notify_all()
+                    return
                 self.replaced += 1
                 log.warning("ONNX worker process %d %s; %s", worker.pid,
                             exit_status(worker.proc.returncode),
@@ -219,16 +254,17 @@ class OnnxSandbox:
                 log.error("%s", exc)
 
     def _report(self, hello: dict[str, Any]) -> None:
-        confinement = hello.get("confinement", {})
-        if confinement == self._reported:
-            return
-        self._reported = confinement
-        text = "; ".join(f"{k}: {v}" for k, v in sorted(confinement.items()))
-        degraded = any(w in str(v) for v in confinement.values()
-                       for w in ("refused", "unavailable", "not isolated"))
+        confinement = {"mode": hello.get("mode"), "layers": hello.get("confinement", {})}
+        with self._cond:
+            if confinement == self._reported:
+                return
+            self._reported = confinement
+        layers = confinement["layers"]
+        text = "; ".join(f"{k}: {v.get('detail')}" for k, v in layers.items())
+        degraded = not all(v.get("active") for v in layers.values())
         log.log(logging.WARNING if degraded else logging.INFO,
-                "ONNX sandbox (onnxruntime %s, pid %s): %s", hello.get("onnxruntime"),
-                hello.get("pid"), text)
+                "ONNX sandbox (onnxruntime %s, pid %s, %s): %s", hello.get("onnxruntime"),
+                hello.get("pid"), confinement["mode"], text)
 
     def close(self) -> None:
         """Kill every worker; later leases raise :class:`SandboxUnavailable`."""
@@ -244,17 +280,53 @@ class OnnxSandbox:
 
 
 @functools.cache
-def _sandboxes(pid: int, purpose: str, gpu: bool) -> OnnxSandbox:
-    return OnnxSandbox(SandboxLimits(gpu=gpu))
+def _sandboxes(pid: int, purpose: str, gpu: bool, confinement: str) -> OnnxSandbox:
+    return OnnxSandbox(SandboxLimits(gpu=gpu, confinement=confinement))
 
 
-def default_sandbox(gpu: bool = False) -> OnnxSandbox:
-    """This process's sandbox for play (CPU workers, or CUDA ones), created on first use."""
-    return _sandboxes(os.getpid(), "play", gpu)
+def default_sandbox(gpu: bool = False, confinement: str | None = None) -> OnnxSandbox:
+    """This process's sandbox for play (CPU workers, or CUDA ones), created on first use.
+
+    ``confinement``: ``required`` or ``best-effort``; ``None`` resolves it from the
+    environment (:func:`agents.onnx_agents.confine.resolve_mode`), so that every process
+    that plays (Ray workers, probes, ``arena.gym``) applies the operator's setting.
+    """
+    return _sandboxes(os.getpid(), "play", gpu, resolve_mode(confinement))
 
 
-def validation_sandbox() -> OnnxSandbox:
+def validation_sandbox(confinement: str | None = None) -> OnnxSandbox:
     """This process's sandbox for validating submissions, apart from the one that plays:
     slow uploads (up to a checker, a load and two probes each) never hold the workers a
     match is waiting for."""
-    return _sandboxes(os.getpid(), "validation", False)
+    return _sandboxes(os.getpid(), "validation", False, resolve_mode(confinement))
+
+
+@functools.cache
+def _confinement_probe(pid: int, mode: str) -> dict[str, Any]:
+    env = {**worker_environment(), MODE_VARIABLE: mode}
+    try:
+        done = subprocess.run([sys.executable, "-s", "-m", "agents.onnx_agents.confine"], env=env,
+                              cwd="/", capture_output=True, text=True, timeout=30, check=False)
+        return json.loads(done.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        return {"mode": mode, "layers": {}, "refused": f"the confinement could not be checked: {exc}"}
+
+
+def confinement_report(confinement: str | None = None) -> dict[str, Any]:
+    """What confinement this process's ONNX workers get: ``{"mode", "layers", "refused"}``.
+
+    The validation sandbox's workers' own report once one has said hello (or its refusal),
+    else that of a throwaway process confined the same way
+    (``python -m agents.onnx_agents.confine``, run once per process and mode: it imports
+    no onnxruntime, so it costs some tens of milliseconds), so that a health check never
+    waits for a worker.
+    """
+    mode = resolve_mode(confinement)
+    sandbox = validation_sandbox(mode)
+    seen = sandbox.confinement()
+    if seen is not None:
+        return {**seen, "refused": refusal(seen["layers"], mode)}
+    report = _confinement_probe(os.getpid(), mode)
+    if sandbox.refused is not None:
+        report = {**report, "refused": sandbox.refused}
+    return report

@@ -18,6 +18,7 @@ past it.
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import struct
@@ -158,11 +159,15 @@ def read_frame(fd: int) -> tuple[dict[str, Any], bytearray]:
 
 
 def _wait(fd: int, deadline: float, *, write: bool) -> None:
+    # poll, not select: select refuses descriptors from 1024 on (FD_SETSIZE), which an API
+    # process holding a few hundred sockets reaches. A hang-up or error counts as ready:
+    # the read or write that follows says what happened.
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise Deadline("deadline passed")
-    ready = select.select([], [fd], [], remaining) if write else select.select([fd], [], [], remaining)
-    if not any(ready):
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT if write else select.POLLIN)
+    if not poller.poll(math.ceil(remaining * 1000)):
         raise Deadline("deadline passed")
 
 

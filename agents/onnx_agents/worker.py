@@ -1,164 +1,75 @@
 """An ONNX worker process: the only place where Arena loads and runs a user's graph.
 
-Started by :class:`agents.onnx_agents.sandbox.OnnxSandbox` as
-``python -m agents.onnx_agents.worker REQUEST_FD REPLY_FD CONFIG_JSON``. It imports
-numpy, onnxruntime and onnx, confines itself (:func:`agents.onnx_agents.confine.confine`:
-rlimits, no network, no file access, a seccomp filter), says hello with what the
-confinement did, then answers one request at a time (:mod:`agents.onnx_agents.wire`
-frames) until its request pipe closes:
-
-* ``check``: ``onnx.checker`` on the model bytes;
-* ``load``: an onnxruntime session (:func:`agents.onnx_agents.session.load_session`)
-  kept under the request's ``key``, at most ``max_sessions`` of them (least recently
-  used dropped first);
-* ``run``: the session's output for the observations in the payload (or, for a large
-  batch, in the memory region shared with the parent: read in place, and large logits
-  written back there), terminated at the request's deadline
-  (:class:`agents.onnx_agents.session.TimedSession`);
-* ``drop``: forget a session.
-
-Every request first moves the worker's ``RLIMIT_CPU`` to what that request may use,
-so a run that keeps a core busy past it is killed by the kernel even if its parent
-is gone. A failure is a reply (``{"ok": false, "kind": ..., "message": ...}``), not an
-exit; whatever kills the process (a native crash, the CPU or address-space limit,
-the parent's SIGKILL at the deadline) costs that request only: the parent starts a
-replacement.
+Started by :class:`agents.onnx_agents.process.WorkerProcess` as
+``python -m agents.onnx_agents.worker REQUEST_FD REPLY_FD CONFIG_JSON``. Before it reads
+anything from its parent it confines itself (:func:`confine_worker`): a new network
+namespace while it still has one thread, then the imports of numpy, onnx and
+onnxruntime (:mod:`agents.onnx_agents.handlers`), then rlimits, ``nobody`` instead of
+root, landlock and the seccomp filter (:mod:`agents.onnx_agents.confine`). It says hello
+with what the confinement did. Under ``required`` (the config's ``confinement``) a
+worker missing a required layer says why in its hello (``refused``) and exits: it never
+reads a model. Otherwise it answers one request at a time
+(:mod:`agents.onnx_agents.wire` frames) until its request pipe closes. Whatever kills
+the process (a native crash, the CPU or address-space limit, the parent's SIGKILL at the
+deadline, a refused syscall) costs that request only: the parent starts a replacement.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import mmap
 import os
 import sys
-from collections import OrderedDict
 from typing import Any
 
-import numpy as np
-import onnx
-import onnx.checker
-import onnxruntime as ort
-from google.protobuf.message import DecodeError
-from onnxruntime.capi import onnxruntime_pybind11_state
+from agents.onnx_agents.confine import Layer, confine, enter_network_namespace, refusal
+from agents.onnx_agents.wire import WireError, read_frame, write_frame
 
-from agents.onnx_agents.confine import confine, limit_cpu
-from agents.onnx_agents.session import LoadRefused, TimedSession, load_session
-from agents.onnx_agents.wire import (
-    SHARED_MIN_BYTES,
-    WireError,
-    array_of,
-    put_shared,
-    read_frame,
-    shared_array,
-    write_frame,
-)
-
-Reply = tuple[dict[str, Any], Any]
-_MESSAGE_CHARS = 2000
-_COMMON = (ValueError, TypeError, RuntimeError, MemoryError)
-RUN_ERRORS = _COMMON + tuple(  # onnxruntime's pybind exceptions derive from Exception only
-    v for v in vars(onnxruntime_pybind11_state).values()
-    if isinstance(v, type) and issubclass(v, Exception))
-"""What a run may raise and the worker answers (anything else ends the process: a crash)."""
-CHECKER_ERRORS = (*_COMMON, onnx.checker.ValidationError, DecodeError)
+REFUSED_EXIT = 3
+"""A worker's exit status when it refused to run models (a required layer is missing)."""
 
 
-def _failure(kind: str, message: object) -> Reply:
-    return {"ok": False, "kind": kind, "message": str(message)[:_MESSAGE_CHARS]}, b""
+def confine_worker(config: dict[str, Any]) -> tuple[dict[str, Layer], mmap.mmap | None]:
+    """Everything a worker does before its first request: ``(what the confinement did,
+    the region shared with the parent)``."""
+    shared = None
+    if config.get("shared_fd") is not None:  # mapped before confinement: no file opens after
+        shared = mmap.mmap(int(config["shared_fd"]), int(config["shared_bytes"]))
+        os.close(int(config["shared_fd"]))
+    network = enter_network_namespace()  # one thread yet: onnxruntime starts one on import
+    importlib.import_module("agents.onnx_agents.handlers")
+    gpu = bool(config.get("gpu", False))
+    return confine(config.get("memory_bytes"), gpu=gpu, network=network), shared
 
 
-class Worker:
-    """The sessions of one worker process and its request handlers."""
+def hello(config: dict[str, Any], report: dict[str, Layer]) -> dict[str, Any]:
+    """The first frame a worker sends: its pid, onnxruntime, and what the confinement did."""
+    from agents.onnx_agents.handlers import ONNXRUNTIME_VERSION, available_providers
 
-    def __init__(self, max_sessions: int, shared: mmap.mmap | None = None) -> None:
-        self.max_sessions = max_sessions
-        self.sessions: OrderedDict[str, TimedSession] = OrderedDict()
-        self.shared = shared  # the region large batches and their logits travel through
-
-    def handle(self, header: dict[str, Any], payload: bytearray) -> Reply:
-        """Answer one request (never raises for what the model does)."""
-        op = header.get("op")
-        limit_s = float(header.get("limit_s", 10.0))
-        limit_cpu(limit_s * max(1, int(header.get("threads", 1))) + 1.0)
-        try:
-            if op == "check":
-                return self._check(payload)
-            if op == "load":
-                return self._load(header, payload, limit_s)
-            if op == "run":
-                return self._run(header, payload, limit_s)
-            if op == "drop":
-                self.sessions.pop(str(header.get("key")), None)
-                return {"ok": True}, b""
-        except WireError as exc:
-            return _failure("error", exc)
-        return _failure("error", f"unknown request {str(op)[:40]!r}")
-
-    @staticmethod
-    def _check(payload: bytearray) -> Reply:
-        try:
-            onnx.checker.check_model(bytes(payload))
-        except CHECKER_ERRORS as exc:
-            return _failure("refused", f"the ONNX checker refused the model: {exc}")
-        return {"ok": True}, b""
-
-    def _load(self, header: dict[str, Any], payload: bytearray, limit_s: float) -> Reply:
-        key = str(header["key"])
-        session = self.sessions.get(key)
-        if session is None:
-            try:
-                loaded = load_session(bytes(payload), str(header["device"]),
-                                      threads=int(header["threads"]), load_limit_s=limit_s)
-            except LoadRefused as exc:
-                return _failure("refused", exc)
-            except ValueError as exc:  # a bad device name
-                return _failure("value", exc)
-            session = TimedSession(loaded, str(header["input"]), str(header["output"]))
-            self.sessions[key] = session
-            while len(self.sessions) > self.max_sessions:
-                self.sessions.popitem(last=False)
-        self.sessions.move_to_end(key)
-        return {"ok": True, "providers": session.session.get_providers()}, b""
-
-    def _run(self, header: dict[str, Any], payload: bytearray, limit_s: float) -> Reply:
-        session = self.sessions.get(str(header["key"]))
-        if session is None:
-            return _failure("missing", "not loaded in this worker")
-        self.sessions.move_to_end(str(header["key"]))
-        if "shared" in header and self.shared is not None:
-            obs = shared_array(header["shared"], self.shared)  # read in place, no copy
-        else:
-            obs = array_of(header, payload)
-        try:
-            out = np.ascontiguousarray(session.run(np.ascontiguousarray(obs, dtype=np.float32), limit_s))
-        except TimeoutError as exc:
-            return _failure("timeout", exc)
-        except RUN_ERRORS as exc:
-            return _failure("error", exc)
-        if self.shared is not None and out.nbytes >= SHARED_MIN_BYTES:
-            spec = put_shared(self.shared, out)  # the batch is no longer needed: overwrite it
-            if spec is not None:
-                return {"ok": True, "shared": spec}, b""
-        return {"ok": True}, out
+    mode = str(config.get("confinement", "required"))
+    return {"op": "hello", "pid": os.getpid(), "onnxruntime": ONNXRUNTIME_VERSION,
+            "providers": available_providers(), "mode": mode, "confinement": report,
+            "refused": refusal(report, mode)}
 
 
 def main(argv: list[str]) -> int:
     """Confine this process, say hello, then serve requests until the pipe closes."""
     requests, replies = int(argv[1]), int(argv[2])
     config = json.loads(argv[3])
-    shared = None
-    if config.get("shared_fd") is not None:  # mapped before confinement: no file opens after
-        shared = mmap.mmap(int(config["shared_fd"]), int(config["shared_bytes"]))
-        os.close(int(config["shared_fd"]))
-    report = confine(config.get("memory_bytes"), files=not config.get("gpu", False))
+    report, shared = confine_worker(config)
+    greeting = hello(config, report)
+    write_frame(replies, greeting)
+    if greeting["refused"]:
+        return REFUSED_EXIT
+    from agents.onnx_agents.handlers import Worker
+
     worker = Worker(int(config.get("max_sessions", 16)), shared)
-    write_frame(replies, {"op": "hello", "pid": os.getpid(), "onnxruntime": ort.__version__,
-                          "providers": ort.get_available_providers(), "confinement": report})
     while True:
         try:
             header, payload = read_frame(requests)
-        except WireError:
-            return 0  # the parent closed the pipe (or died): nothing left to do
+        except WireError:  # the parent closed the pipe (or died): nothing left to do
+            os._exit(0)  # no interpreter teardown: onnxruntime's would run under the filter
         reply, data = worker.handle(header, payload)
         write_frame(replies, reply, data)
 

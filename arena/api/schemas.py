@@ -38,10 +38,26 @@ class ConflictPublic(ErrorPublic):
     )
 
 
+class ConfinementLayerPublic(BaseModel):
+    active: bool
+    detail: str = Field(description="What the layer does here, or why the kernel refused it.")
+
+
+class OnnxSandboxPublic(BaseModel):
+    mode: Literal["required", "best-effort"] = Field(description="ARENA_ONNX_CONFINEMENT, resolved.")
+    layers: dict[str, ConfinementLayerPublic] = Field(
+        description="rlimits, network, user, landlock, seccomp: what an ONNX worker process gets here.")
+    refused: str | None = Field(
+        description="Why ONNX models are refused here (a layer the mode requires is missing), else null.")
+
+
 class HealthPublic(BaseModel):
     status: Literal["ok", "degraded"]
     database: str = Field(description="'ok' or the error reaching the database.")
     redis: str = Field(description="'ok' or the error reaching Redis.")
+    onnx_sandbox: OnnxSandboxPublic | None = Field(
+        default=None, description="The ONNX workers' confinement (ONNX uploads get 503 while it is "
+        "refused; the rest of the service is unaffected, so status stays 'ok').")
 
 
 class UserCreate(BaseModel):

@@ -11,6 +11,9 @@ Every field has a default that works on a fresh machine::
                               without GPUs); 0: CPU workers; 0.25: four workers per GPU
     ARENA_MAX_UPLOAD_BYTES    64 MiB
     ARENA_SNAPSHOT_CACHE_SIZE 32 policies per worker
+    ARENA_ONNX_CONFINEMENT    unset: required where the kernel has seccomp and network namespaces,
+                              else best-effort (docs/onnx.md); required: no ONNX model runs in a
+                              worker that lacks a layer
     ARENA_ADMIN_TOKEN         unset: admin endpoints disabled
     ARENA_PROBE_AUTO          true: probe every newly rated submission once
     ARENA_PROBE_BUDGET_STEPS  100000 env steps per exploitability probe
@@ -101,6 +104,13 @@ class Settings(BaseSettings):
     onnx_probe_limit_s: float = Field(
         default=5.0, gt=0.0, le=60.0,
         description="Deadline of each probe run of a submitted ONNX model (validation).",
+    )
+    onnx_confinement: Literal["required", "best-effort"] | None = Field(
+        default=None,
+        description="ONNX workers: 'required' runs no model in a worker that lacks a confinement layer "
+        "(network namespace, not root, seccomp, rlimits); 'best-effort' runs with what the kernel "
+        "allowed. Unset: required where the kernel has seccomp and network namespaces. Every process "
+        "that starts workers reads the same variable (agents.onnx_agents.confine.resolve_mode).",
     )
     snapshot_cache_size: int = Field(
         default=32, ge=1, description="Loaded policies each worker keeps (LRU)."
@@ -214,7 +224,8 @@ class Settings(BaseSettings):
             raise ValueError(f"a worker takes a fraction of one GPU or whole GPUs, not {value}")
         return value
 
-    @field_validator("redis_url", "ray_address", "ray_gpus_per_worker", "admin_token", mode="before")
+    @field_validator("redis_url", "ray_address", "ray_gpus_per_worker", "admin_token", "onnx_confinement",
+                     mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         # ``ARENA_REDIS_URL=`` in a .env or compose file means "not set", not "".

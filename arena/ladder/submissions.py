@@ -98,9 +98,11 @@ def validate_weights(services: Services, sub: Submission) -> tuple[CheckpointSpe
         checkpoint = load_checkpoint_bytes(sub.weights, spec.to_json(), max_bytes=limit)
         return checkpoint.spec, checkpoint.sha256
     from agents.onnx_agents.policy import validate_onnx_bytes  # onnxruntime only when needed
+    from agents.onnx_agents.sandbox import validation_sandbox
 
     model = validate_onnx_bytes(sub.weights, spec, limit,
-                                probe_limit_s=services.settings.onnx_probe_limit_s)
+                                probe_limit_s=services.settings.onnx_probe_limit_s,
+                                sandbox=validation_sandbox(services.settings.onnx_confinement))
     return model.spec, model.sha256
 
 

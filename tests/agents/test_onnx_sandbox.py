@@ -26,6 +26,7 @@ import pytest
 from agents.catalog import make_policy
 from agents.checkpoint import LoadedCheckpoint, serialize_weights
 from agents.neural import random_init_checkpoint
+from agents.onnx_agents.confine import REQUIRED
 from agents.onnx_agents.export import export_onnx, onnx_spec
 from agents.onnx_agents.policy import OnnxPolicy, stored_onnx, validate_onnx_bytes
 from agents.onnx_agents.sandbox import (
@@ -88,23 +89,26 @@ def test_sandboxed_logits_equal_in_process_onnxruntime(sandbox: OnnxSandbox) -> 
 def test_workers_are_confined_as_their_hello_says(sandbox: OnnxSandbox) -> None:
     hello = sandbox.hello()
     report = hello["confinement"]
-    assert set(report) == {"rlimits", "network", "landlock", "seccomp"}
+    assert set(report) == {"rlimits", "network", "user", "landlock", "seccomp"}
+    assert sandbox.confinement() == {"mode": hello["mode"], "layers": report}
     pid = hello["pid"]
     limits = {line[:26].strip(): line[26:].split()[:2]
               for line in Path(f"/proc/{pid}/limits").read_text().splitlines()[1:]}
     assert limits["Max address space"] == [str(4 << 30)] * 2
     assert limits["Max open files"] == ["32", "32"] and limits["Max core file size"] == ["0", "0"]
     status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
-    if report["seccomp"].startswith("EPERM for"):
-        assert status["Seccomp"].strip() == "2"  # SECCOMP_MODE_FILTER
-    else:
-        assert "refused" in report["seccomp"] or "unavailable" in report["seccomp"]
-    if report["network"] == "own empty network namespace":
-        assert os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
-    else:
-        assert "refused" in report["network"]
-    assert report["landlock"].startswith("ABI") or "unavailable" in report["landlock"] \
-        or "refused" in report["landlock"]
+    # What each layer reports is what /proc shows of the process.
+    assert (status["Seccomp"].strip() == "2") == report["seccomp"]["active"]  # SECCOMP_MODE_FILTER
+    own_net = os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
+    assert own_net == report["network"]["active"]
+    uids = status["Uid"].split()
+    assert report["user"]["active"] == ("0" not in uids)
+    if os.geteuid() == 0 and report["user"]["active"]:
+        assert status["CapEff"].strip() == "0" * 16  # nobody, with no capabilities
+    assert report["landlock"]["active"] or "unavailable" in report["landlock"]["detail"] \
+        or "refused" in report["landlock"]["detail"]
+    if hello["mode"] == "required":  # a worker that says hello under required has them all
+        assert all(report[name]["active"] for name in REQUIRED)
     # The worker's environment carries none of the service's settings or secrets.
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     assert not [v for v in environ if v.startswith((b"ARENA_", b"DATABASE", b"REDIS"))]

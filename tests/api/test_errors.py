@@ -114,7 +114,10 @@ def test_challenge_errors(client, services):
 
 
 def test_health_and_openapi(client):
-    assert client.get(f"{API}/health").json() == {"status": "ok", "database": "ok", "redis": "ok"}
+    health = client.get(f"{API}/health").json()
+    assert {k: health[k] for k in ("status", "database", "redis")} == {"status": "ok", "database": "ok",
+                                                                      "redis": "ok"}
+    assert set(health) == {"status", "database", "redis", "onnx_sandbox"}  # its layers: test_onnx_confinement
     schema = client.get("/openapi.json").json()
     paths = schema["paths"]
     for path in ("/api/v1/users", "/api/v1/agents", "/api/v1/agents/{agent_id}",
