@@ -49,7 +49,7 @@ NOFILE = 32  # the worker opens nothing after its imports; its pipes are fds 0-4
 MODES = ("required", "best-effort")
 MODE_VARIABLE = "ARENA_ONNX_CONFINEMENT"
 """The environment variable every process that starts workers reads (the service's
-setting of the same name, ``arena.settings``)."""
+setting of the same name, ``arena.core.settings``)."""
 REQUIRED = ("rlimits", "network", "user", "seccomp")
 """The layers ``required`` demands (landlock is applied where the kernel has it)."""
 
