@@ -2,7 +2,7 @@
 
 The setup is what ``arena serve`` runs, split into processes as a deployment would be:
 an embedded Valkey, a SQLite database, the API (uvicorn, ``create_app``) in its own
-process, and the agent's client (:class:`arena.connected.client.AgentClient`) in
+process, and the agent's client (:class:`arena.client.connected.client.AgentClient`) in
 another. This process plays the connect-four ladder (schedule -> play -> record ->
 rate) with 256 matches at once: the agent (the scripted ``heuristic``, batched) against
 a pool of scripted opponents, once as the builtin in process and once connected, and
@@ -134,7 +134,7 @@ def client_main(url: str, token: str, agent_ids: list[int], trivial: bool = Fals
     first legal move: the round trips measure the protocol, not the agent) until killed."""
     from agents.baselines import HEURISTICS
     from agents.policy import MatchRng
-    from arena.connected.client import AgentClient
+    from arena.client.connected.client import AgentClient
 
     heuristic = HEURISTICS[ENV]()
 

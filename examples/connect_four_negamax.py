@@ -19,7 +19,7 @@ about a tenth of a second on one core on average and never much more than
 :data:`TIME_BUDGET_S` (0.4 s); the rows of one request share :data:`BATCH_BUDGET_S`
 (1 s), well inside Arena's 2 s budget per request. ``ARENA_NEGAMAX_DEPTH``,
 ``ARENA_NEGAMAX_SECONDS`` and ``ARENA_NEGAMAX_BATCH_SECONDS`` override them. ``act`` is
-marked :func:`arena.connected.batched`: it gets whole decision batches.
+marked :func:`arena.client.connected.batched`: it gets whole decision batches.
 
 Arena's observation is ``(6, 7, 2)``: plane 0 the mover's pieces, plane 1 the
 opponent's, row 0 at the top; the action is a column, 0-6.
@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from arena.connected import batched
+from arena.client.connected import batched
 
 ROWS, COLS = 6, 7
 H1 = ROWS + 1  # bits per column: six cells and a sentinel

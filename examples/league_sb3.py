@@ -8,7 +8,7 @@ Every round, top to bottom:
    neural ones downloaded as ``arena:<id>@<url>``, self-play against the policy's own
    latest export;
 3. report the results per opponent (``LeagueClient.report``: they move the PFSP win rates);
-4. export the policy to ONNX (``arena.export.export_submission``) and push it as the
+4. export the policy to ONNX (``arena.client.onnx_export.export_submission``) and push it as the
    learner's next snapshot (``LeagueClient.push_snapshot``): the server validates it like
    a submission, rates it on the ladder, and it joins the league's pool.
 
@@ -38,10 +38,9 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 import arena.gym
-from arena.client import LeagueClient
-from arena.export import export_submission
+from arena.client import LeagueClient, tally
+from arena.client.onnx_export import export_submission
 from arena.gym.opponents import Opponents
-from arena.league_client import tally
 
 
 @dataclass

@@ -7,7 +7,7 @@ Run it (your Arena token from `arena user create` or `arena login`)::
     export OPENAI_MODEL=gpt-4o-mini
     arena connect examples/openai_agent.py:act --env connect_four-v3 --name gpt-4o-mini
 
-``act`` is marked :func:`arena.connected.whole_request` with ``text=True``: it gets the
+``act`` is marked :func:`arena.client.connected.whole_request` with ``text=True``: it gets the
 protocol's whole request, and the server adds ``request["text"]``, one text rendering per
 row (for connect four: the board as the mover sees it, X its own pieces, and the legal
 columns). Every row is one chat completion (rows of a request are asked in parallel);
@@ -35,8 +35,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from arena.connected import whole_request
-from arena.connected.client import unpack_array
+from arena.client.connected import whole_request
+from arena.client.connected.client import unpack_array
 
 log = logging.getLogger("openai_agent")
 

@@ -3,7 +3,7 @@
 Trains a masked-logits PPO agent on connect four against Arena's ``random`` agent with
 ``arena.gym.make_vec`` (all boards on the vectorized core), prints the win rate against
 the training opponents before and after, exports the actor with
-``arena.export.export_submission`` (validated as the server will validate it) and, with
+``arena.client.onnx_export.export_submission`` (validated as the server will validate it) and, with
 ``--submit``, uploads it to an Arena server and waits until the ladder has rated it::
 
     python examples/ppo_arena_gym.py --total-timesteps 500000 --submit http://127.0.0.1:8000
@@ -31,7 +31,7 @@ from torch.distributions import Categorical
 
 import arena.gym
 from arena.client import progress_printer, submit_until_rated
-from arena.export import export_submission
+from arena.client.onnx_export import export_submission
 from envs.errors import ArenaError
 
 

@@ -3,7 +3,7 @@
 Trains sb3-contrib's ``MaskablePPO`` on connect four against Arena's ``random`` agent (SB3
 drives its own ``DummyVecEnv`` of ``arena.gym.make`` envs and finds each env's
 ``action_masks()``), prints the win rate against the training opponents before and after,
-exports the policy with ``arena.export.export_submission`` (the actor's logits as ONNX,
+exports the policy with ``arena.client.onnx_export.export_submission`` (the actor's logits as ONNX,
 validated as the server will validate it; no pickle leaves your machine) and, with
 ``--submit``, uploads it to an Arena server and waits until the ladder has rated it::
 
@@ -29,7 +29,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 import arena.gym
 from arena.client import progress_printer, submit_until_rated
-from arena.export import export_submission
+from arena.client.onnx_export import export_submission
 from arena.gym.opponents import Opponents
 from envs.errors import ArenaError
 

@@ -10,11 +10,11 @@ How the function is called:
 
 * ``act(obs, mask) -> int``, one row at a time (the default);
 * ``act(obs_batch, mask_batch) -> actions`` with ``--batched`` or the
-  :func:`arena.connected.batched` decorator;
+  :func:`arena.client.connected.batched` decorator;
 * ``act(request) -> actions`` (the whole protocol message: seats, plies, text
-  renderings) with the :func:`arena.connected.whole_request` decorator;
+  renderings) with the :func:`arena.client.connected.whole_request` decorator;
 * a Kaggle agent, ``agent(observation, configuration)``, with ``--kaggle connectx``
-  (:mod:`arena.connected.kaggle`).
+  (:mod:`arena.client.connected.kaggle`).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def connect(
     env: str = typer.Option("", help="Env id, e.g. connect_four-v3 (with --kaggle: the adapter's env)."),
     role: str = typer.Option("", help="Role it plays in a role env (hider, seeker, predator, prey)."),
     batched: bool = typer.Option(False, "--batched", help="FUNCTION takes whole batches: "
-                                 "act(obs_batch, mask_batch) -> actions (or mark it @arena.connected.batched)."),
+                                 "act(obs_batch, mask_batch) -> actions (or mark it @arena.client.connected.batched)."),
     text: bool = typer.Option(False, "--text", help="Ask for text renderings of the observations "
                               "(request['text'], for language-model agents)."),
     json_frames: bool = typer.Option(False, "--json", help="JSON text frames instead of msgpack."),
@@ -99,7 +99,7 @@ def connect(
     request_act: Callable[[dict], Any] | None = None
     act: Callable[..., Any] | None = None
     if kaggle:
-        from arena.connected.kaggle import ADAPTERS
+        from arena.client.connected.kaggle import ADAPTERS
 
         if kaggle not in ADAPTERS:
             fail(f"--kaggle {kaggle!r} is not known; choose one of: {', '.join(ADAPTERS)}")

@@ -256,7 +256,7 @@ def agent_export_onnx(
 
 
 def _export_sb3(path: Path, out: Path | None, env: str, role: str, algo: str, force: bool) -> None:
-    """``arena agent export-onnx model.zip --env ENV``: :func:`arena.export.export_submission`."""
+    """``arena agent export-onnx model.zip --env ENV``: :func:`arena.client.onnx_export.export_submission`."""
     if not env:
         fail(f"{path.name} is a Stable-Baselines3 model: say which Arena env it plays with --env "
              "(e.g. --env connect_four-v3)")
@@ -265,7 +265,7 @@ def _export_sb3(path: Path, out: Path | None, env: str, role: str, algo: str, fo
     existing = [str(p) for p in (model_path, spec_path) if p.exists()]
     if existing and not force:
         fail(f"{', '.join(existing)} already exist(s); pass --force to overwrite")
-    from arena.export import export_submission, load_sb3  # torch, SB3 and onnx only now
+    from arena.client.onnx_export import export_submission, load_sb3  # torch, SB3 and onnx only now
 
     try:
         model = export_submission(load_sb3(path, algo), env, model_path, role=role or None)

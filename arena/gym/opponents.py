@@ -15,7 +15,7 @@ An opponent list holds *entries*, each equally likely per episode:
     ``"arena:<agent_id>@<url>"``
         A published agent of a running Arena (or one of your own, with your token):
         downloaded once into a local cache through the API and loaded as a ``file:``
-        opponent (:mod:`arena.gym.published`).
+        opponent (:mod:`arena.client.published`).
     A :class:`~agents.policy.Policy` object
         Used as it is (its ``agent_id`` names it).
 
@@ -146,7 +146,7 @@ class Opponents:
             if self._in_pool(member):
                 name = f"file:{name}"
             elif name.startswith("arena:"):
-                from arena.gym.published import pull_published
+                from arena.client.published import pull_published
 
                 name = f"file:{pull_published(name)}"
             self._policies[member] = make_policy(name, self.env_id)

@@ -1,7 +1,7 @@
 """A league trained outside Arena: the state behind the league API (``/api/v1/leagues``).
 
 A trainer running anywhere (SB3, CleanRL, your own loop) joins a league through
-:class:`arena.league_client.LeagueClient`: it asks for opponents, plays them where it
+:class:`arena.client.league.LeagueClient`: it asks for opponents, plays them where it
 trains, reports the results, and pushes snapshots, which are registered like submissions
 (validated, rated on the ladder) and join the league's pool. Everything a restarted
 trainer needs to go on is kept by the server, in the ``config`` JSON of the league's

@@ -9,9 +9,8 @@ import sys
 
 import pytest
 
-from arena.client import ArenaClient, LeagueClient
+from arena.client import ArenaClient, LeagueClient, tally
 from arena.gym import make as make_env
-from arena.league_client import tally
 from envs.errors import ArenaError
 from tests.api.helpers import seed_ladder
 from tests.client.live import REPO_ROOT

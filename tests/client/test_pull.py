@@ -10,7 +10,7 @@ from torch import nn
 from agents.checkpoint import load_checkpoint
 from agents.neural import write_checkpoint
 from arena.client import ArenaClient
-from arena.export import export_submission
+from arena.client.onnx_export import export_submission
 from arena.gym import make as make_env
 from envs.errors import UnknownAgent
 from tests.client.live import run_cli

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from arena.connected.client import AgentClient
+from arena.client.connected.client import AgentClient
 from arena.core.settings import Settings
 from arena.storage.wiring import Services, open_services
 from tests.api.helpers import RAISED_LIMITS

@@ -1,4 +1,4 @@
-"""Kaggle ConnectX agents, unchanged, as connected agents (arena.connected.kaggle).
+"""Kaggle ConnectX agents, unchanged, as connected agents (arena.client.connected.kaggle).
 
 The agents are the ones kaggle-environments ships (``negamax`` and ``random`` in
 kaggle_environments/envs/connectx/connectx.py); the package is in the ``dev`` extra
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arena.connected.kaggle import (
+from arena.client.connected.kaggle import (
     CONNECTX_CONFIGURATION,
     KaggleStruct,
     call_kaggle_agent,

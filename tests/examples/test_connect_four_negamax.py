@@ -47,7 +47,7 @@ class ExamplePolicy:
 
 def test_negamax_example_beats_the_heuristic_and_plays_only_legal_moves():
     example = load_example("connect_four_negamax")
-    assert example.act.arena_batched  # marked @arena.connected.batched: arena connect needs no flag
+    assert example.act.arena_batched  # marked @arena.client.connected.batched: arena connect needs no flag
     policy = ExamplePolicy(example.act)
     jobs = plan_matches([policy.agent_id, "heuristic"], get_spec(ENV), 12, seed=5)
     with MatchEngine(time_budget_s=None) as engine:  # a loaded CI core must not turn slowness into forfeits

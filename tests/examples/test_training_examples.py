@@ -56,7 +56,7 @@ def test_waiting_on_a_server_that_rates_nothing_times_out_saying_why(tmp_path, m
     from torch import nn
 
     from arena.client import ArenaTimeout, progress_printer, submit_until_rated
-    from arena.export import export_submission
+    from arena.client.onnx_export import export_submission
 
     export_submission(nn.Sequential(nn.Flatten(), nn.Linear(18, 9)), ENV, tmp_path / "tiny.onnx")
     lines: list[str] = []

@@ -1,4 +1,4 @@
-"""arena.export: SB3 policies and torch modules become validated ONNX submissions (the examples that train,
+"""arena.client.onnx_export: SB3 policies and torch modules become validated ONNX submissions (the examples that train,
 export and submit run end to end in tests/examples/test_training_examples.py)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import arena.gym
 from agents.catalog import make_policy
 from agents.onnx_agents.probe import probe_observations
 from agents.policy import derive_seed
+from arena.client.onnx_export import export_submission, logits_module
 from arena.engine import MatchJob, play_matches
-from arena.export import export_submission, logits_module
 
 
 def test_torch_module_exports_to_a_submission_that_plays(tmp_path):

@@ -1,6 +1,6 @@
 """``/leagues``, for outside trainers: join a league, draw opponents, report results, push snapshots.
 
-The trainer side is :class:`arena.league_client.LeagueClient` (docs/league_api.md). The
+The trainer side is :class:`arena.client.league.LeagueClient` (docs/league_api.md). The
 league's state lives in its ``leagues`` row (:mod:`arena.training.outside_league`); the
 opponents are drawn with Arena's own league logic (:mod:`league.scheduling.roles`). Only the league's
 owner (or an admin) draws, reports and pushes; every write is under the write limits, and a

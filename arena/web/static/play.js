@@ -1,6 +1,6 @@
 /* The play page: a person against an agent, over the connected-agent protocol (v1).
  *
- * This is the protocol's second client (the first is arena/connected/client.py); the
+ * This is the protocol's second client (the first is arena/client/connected/client.py); the
  * messages are described in docs/connected.md. The page
  *
  *  1. opens a match: POST /api/v1/agents/{id}/play -> {match_id, human_agent_id, seat,

@@ -2,7 +2,7 @@
 :meth:`arena.client.ArenaClient.connect` run.
 
 A :class:`ConnectedSession` holds the agent the server registered (or found: the same
-owner and name reuse one agent) and the :class:`~arena.connected.client.AgentClient`
+owner and name reuse one agent) and the :class:`~arena.client.connected.client.AgentClient`
 that plays it. :meth:`ConnectedSession.run` plays in the calling thread until the
 client stops, reaches ``max_matches`` or is refused for good (Ctrl-C stops it cleanly);
 :meth:`ConnectedSession.start` plays in a background thread instead, for callers that
@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from arena.connected.client import AgentClient, Progress
+from arena.client.connected.client import AgentClient, Progress
 from envs.errors import ArenaError
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ class ConnectedSession:
         created: The registration made the agent (``False``: an existing one was reused).
         client: The protocol client.
         error: Why a background run ended early (e.g. a
-            :class:`~arena.connected.client.ConnectionRefused`), else ``None``.
+            :class:`~arena.client.connected.client.ConnectionRefused`), else ``None``.
     """
 
     agent: dict[str, Any]

@@ -17,6 +17,8 @@ import os
 import re
 from pathlib import Path
 
+from arena.client.errors import ArenaConnectionError, ArenaHTTPError
+from arena.client.http import ArenaClient
 from envs.errors import ArenaError, UnknownAgent
 
 __all__ = ["ARENA_NAME", "cache_dir", "parse_arena_name", "pull_published"]
@@ -63,8 +65,6 @@ def pull_published(name: str, cache: str | os.PathLike | None = None, token: str
         UnknownAgent: The server refused (private, no weights, unknown id) or cannot be reached.
         InvalidSubmission: The downloaded files do not validate.
     """
-    from arena.client import ArenaClient, ArenaConnectionError, ArenaHTTPError
-
     agent_id, url = parse_arena_name(name)
     folder = Path(cache) if cache is not None else cache_dir()
     folder = folder / "agents" / _NOT_IN_FOLDER.sub("_", url.split("://", 1)[1]).strip("_")

@@ -2,7 +2,7 @@
 
 ::
 
-    from arena.export import export_submission
+    from arena.client.onnx_export import export_submission
     export_submission(model, "connect_four-v3", "my-agent.onnx")     # model: SB3 PPO/A2C/DQN, MaskablePPO, ...
     # then: arena submit my-agent.onnx --wait
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.connected.client import unpack_array
+from arena.client.connected.client import unpack_array
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def call_kaggle_agent(agent: Callable[..., Any], observation: KaggleStruct, conf
 
 def connectx_request_act(agent: Callable[..., Any],
                          configuration: dict[str, Any] | None = None) -> Callable[[dict], list[int | None]]:
-    """A ``request_act`` for :class:`~arena.connected.client.AgentClient` that plays ``agent``.
+    """A ``request_act`` for :class:`~arena.client.connected.client.AgentClient` that plays ``agent``.
 
     Args:
         agent: A Kaggle ConnectX agent, ``agent(observation, configuration) -> column``.

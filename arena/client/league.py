@@ -28,7 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from arena.client import ArenaClient, ArenaConnectionError, _read_file, _spec_text, _weights_path
+from arena.client.errors import ArenaConnectionError
+from arena.client.files import read_file, spec_text, weights_path
+from arena.client.http import ArenaClient
+from arena.client.published import pull_published
 from envs.errors import ArenaError
 
 __all__ = ["LeagueClient", "Opponent", "tally"]
@@ -144,12 +147,10 @@ class LeagueClient:
 
         Scripted agents keep their names; a neural one is downloaded with this client's
         token (your own snapshots are private) into ``arena.gym``'s cache, validated, and
-        named ``file:<path>`` (:func:`arena.gym.published.pull_published`); ``self``
+        named ``file:<path>`` (:func:`arena.client.published.pull_published`); ``self``
         becomes ``self_opponent`` (your current policy: a ``file:`` name or a Policy), or
         is left out when that is ``None``. :meth:`report` knows every name given here.
         """
-        from arena.gym.published import pull_published
-
         out = []
         for o in opponents:
             if o.kind == SELF or o.gym_name is None:
@@ -205,7 +206,7 @@ class LeagueClient:
 
     def push_snapshot(self, file: str | Path, name: str | None = None) -> dict[str, Any]:
         """Push a snapshot: ``x.onnx`` or ``x.safetensors`` with ``x.json`` beside it (what
-        ``arena.export.export_submission`` and ``arena agent init`` write).
+        ``arena.client.onnx_export.export_submission`` and ``arena agent init`` write).
 
         It is validated like a submission (``POST /agents``), rated on the ladder, and joins
         the league's pool as this learner's next generation.
@@ -213,9 +214,9 @@ class LeagueClient:
         Returns:
             ``{"snapshot": {agent_id, sha256, learner, role, generation}, "agent": {...}}``.
         """
-        path = _weights_path(Path(file))
-        data = _read_file(path, "weights file")
-        spec = _spec_text(path.with_suffix(".json"))
+        path = weights_path(Path(file))
+        data = read_file(path, "weights file")
+        spec = spec_text(path.with_suffix(".json"))
         form = {"spec": spec, "learner": self.learner, "env": self.env}
         if self.role:
             form["role"] = self.role

@@ -2,7 +2,7 @@
 
 ::
 
-    from arena.connected.client import AgentClient
+    from arena.client.connected.client import AgentClient
     AgentClient("http://127.0.0.1:8000", token, agent_id, act).run()
 
 ``act`` is either per row, ``act(obs, mask) -> int``, or batched (``batched=True``):
@@ -100,7 +100,7 @@ class AgentClient:
         agent_id: The connected agent's id.
         act: The decision function (per row, or batched with ``batched=True``).
         batched: ``act`` takes whole batches (also when ``act`` is marked with
-            :func:`arena.connected.batched`).
+            :func:`arena.client.connected.batched`).
         request_act: Instead of ``act``, a function of the whole request message
             (adapters that need the seats or plies, e.g. Kaggle agents).
         encoding: ``msgpack`` (binary frames) or ``json``.
@@ -121,7 +121,7 @@ class AgentClient:
         self.url += f"/api/v1/agents/{int(agent_id)}/connect"
         self.token, self.agent_id = token, agent_id
         self.act, self.request_act = act, request_act
-        self.batched = batched or bool(getattr(act, "arena_batched", False))  # @arena.connected.batched
+        self.batched = batched or bool(getattr(act, "arena_batched", False))  # @arena.client.connected.batched
         self.encoding, self.text = encoding, text
         self.on_progress = on_progress
         self.max_backoff_s = max_backoff_s
