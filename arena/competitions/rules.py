@@ -12,12 +12,13 @@ extended (never brought forward), and only before the deadline.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from arena.core.errors import Conflict, InvalidParameter
+from envs.registry import get_spec
 
 SUBMISSION_PATHS = ("weights", "onnx", "connected")
 """How an entry may be submitted: safetensors weights, an ONNX model, a connected agent."""
@@ -152,6 +153,8 @@ def retry_after_s(now: datetime) -> int:
     return max(1, math.ceil((utc_day(now)[1] - now).total_seconds()))
 
 
-def settings_fields() -> tuple[str, ...]:
-    """The names of :class:`CompetitionSettings`' fields."""
-    return tuple(f.name for f in fields(CompetitionSettings))
+def is_two_player(env_id: str) -> bool:
+    """Whether the final evaluation's certification applies: two teams of one seat (a 1v1 game)."""
+    spec = get_spec(env_id)
+    return len(spec.teams) == 2 and all(len(team) == 1 for team in spec.teams)
+

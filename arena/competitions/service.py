@@ -28,6 +28,7 @@ from arena.competitions.rules import (
     CompetitionSettings,
     CompetitionState,
     changed_dates,
+    is_two_player,
     merge_allowance,
     retry_after_s,
     utc_day,
@@ -126,6 +127,9 @@ def _reference_ids(session: Session, env_id: str, names: tuple[str, ...]) -> lis
 
 def _check_env(settings: CompetitionSettings) -> None:
     spec = get_spec(settings.env_id)
+    if not is_two_player(spec.env_id):
+        raise InvalidParameter(f"{spec.env_id} is not a two-player game; a competition's final evaluation "
+                               "certifies head-to-head results, so competitions take 1v1 envs for now")
     roles = list(dict.fromkeys(spec.roles))
     if settings.role is not None and settings.role not in roles:
         raise InvalidParameter(f"{spec.env_id} has no role {settings.role!r}; its roles: {', '.join(roles)}")

@@ -22,7 +22,11 @@ One loop, on its own thread:
 3. **People.** Play requests from the browser (``POST /agents/{id}/play``) are popped
    by a small thread of their own (:class:`~arena.ladder.people.HumanMatchQueue`) and
    played, unrated, in the connected lane, whatever the loop is doing.
-4. **Challenges.** ``POST /challenges`` only queues them; a small thread of their own
+4. **Competitions.** Each round also plays one batch of every open competition's own
+   board (:mod:`arena.competitions.season`: the same pacer, dispatch and recorder, board
+   ``competition:<id>``) and of every final evaluation (:mod:`arena.competitions.final`),
+   and moves a competition past its deadline into its final evaluation.
+5. **Challenges.** ``POST /challenges`` only queues them; a small thread of their own
    (:class:`~arena.ladder.challenge_queue.ChallengeQueue`) pops them and plays them in
    the connected lane too, and queues again those a dead service left unfinished.
 
@@ -40,6 +44,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agents.catalog import make_policy
+from arena.competitions.season import CompetitionBoards
 from arena.core.agent_status import ACTIVE, AgentStatus
 from arena.core.metrics import observe_worker_stats, set_matches_queued, set_queue_depth
 from arena.core.settings import Settings
@@ -138,6 +143,8 @@ class BackgroundService:
         self.challenges = ChallengeQueue(services, self.lane)
         self.broker = services.connected_policies().broker
         self._stop = threading.Event()
+        self.competitions = CompetitionBoards(services, runner, self.pacer, batch_size=self.config.batch_size,
+                                              stop=self._stop.is_set, clock=clock)
         self._thread: threading.Thread | None = None
         self.rounds = 0
         self._sampled_at = float("-inf")
@@ -303,6 +310,7 @@ class BackgroundService:
             pause = n / self.config.max_rate - (time.perf_counter() - start)
             if pause > 0 and self._stop.wait(pause):
                 break
+        played += self.competitions.round()  # the competitions' own boards, and their final evaluations
         self.rounds += 1
         return played
 

@@ -1,0 +1,97 @@
+"""The competitions' boards on the background service: the season's, then the final evaluation's.
+
+A competition's board is a ladder of its own (:class:`~arena.ladder.dispatch.Ladder` with
+``board = competition:<id>``): the same scheduler (the service's one
+:class:`~arena.ladder.pacing.LadderPacer`, keyed by the board: unsettled agents first,
+settled boards quiet), the same persisted queue (its own lane, so a restart resumes its
+matches and nobody else's), the same recorder (exactly once, ratings in the same
+transaction, into ``board_ratings``) and the same rebuild. Its pool is the competition's
+active entries that passed validation and its reference agents; the env's public board
+never sees these matches (they are stored ``rated = false`` with their board).
+
+Each round also moves competitions along: an open one past its deadline freezes its pool
+and enters the final evaluation (:mod:`arena.competitions.final`), which plays until certified.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from arena.competitions import final
+from arena.competitions.rules import CompetitionState, board_key
+from arena.core.agent_status import ACTIVE
+from arena.ladder.dispatch import CONNECTED_KINDS, Ladder, LadderConfig, agent_source, open_ladder
+from arena.ladder.pacing import LadderPacer
+from arena.runners import MatchRunner
+from arena.storage.db import repositories as repo
+from arena.storage.db.base import utcnow
+from arena.storage.db.repositories import competitions as comp_repo
+from arena.storage.wiring import Services
+
+log = logging.getLogger(__name__)
+
+
+class CompetitionBoards:
+    """Plays every open competition's season board and every final evaluation, one batch a round.
+
+    Args:
+        services: The service's database and pool.
+        runner: Where batches are played (the service's runner).
+        pacer: The service's pacer (one scheduler per board key, beside the env boards').
+        batch_size: Most matches per batch.
+        stop: True once the service stops (nothing more is dispatched).
+        clock: Monotonic seconds (the pacer's clock); ``now``: the wall clock deadlines are read on.
+    """
+
+    def __init__(self, services: Services, runner: MatchRunner, pacer: LadderPacer, *, batch_size: int = 256,
+                 stop: Callable[[], bool] = lambda: False, clock: Callable[[], float] = time.monotonic,
+                 now: Callable[[], datetime] = utcnow) -> None:
+        self.services, self.runner, self.pacer = services, runner, pacer
+        self.batch_size, self.stop, self.clock, self.now = batch_size, stop, clock, now
+        self.ladders: dict[str, Ladder] = {}
+        self.finals = final.FinalEvaluations(services, runner, batch_size=batch_size, stop=stop, now=now)
+
+    def round(self) -> int:
+        """One batch per open competition and per final evaluation; returns matches recorded."""
+        with self.services.sessions() as session:
+            running = comp_repo.competitions_in(session, (CompetitionState.OPEN, CompetitionState.FINAL))
+        played = 0
+        for competition in running:
+            if self.stop():
+                break
+            if competition.state == CompetitionState.OPEN and self.now() >= competition.deadline:
+                final.start_final(self.services.sessions, competition.id, self.now())
+                continue
+            if competition.state == CompetitionState.OPEN:
+                played += self.season_round(competition)
+            else:
+                played += self.finals.round(competition)
+        return played
+
+    def season_round(self, competition: comp_repo.CompetitionInfo) -> int:
+        """One batch of the season board: the pacer's line-ups over its pool; matches recorded."""
+        board = board_key(competition.id)
+        with self.services.sessions() as session:
+            entries = [e.agent_id for e in comp_repo.entries(session, competition.id, active=True)]
+            pool = repo.get_agents(session, entries + comp_repo.references(session, competition.id))
+        # Connected entries play in the connected lane on the env boards; on a competition board they wait.
+        agents = [a for a in pool.values() if a.status in ACTIVE and a.kind not in CONNECTED_KINDS]
+        if len(agents) < 2:
+            return 0
+        ladder = self.ladders.get(board)
+        if ladder is None:
+            config = LadderConfig(competition.env_id, batch_size=self.batch_size, seed=competition.seed,
+                                  lane=board, board=board)
+            ladder = self.ladders[board] = open_ladder(self.services.sessions, config)
+        ladder.sync_agents([agent_source(a) for a in agents])
+        if ladder.missing_roles():
+            return 0
+        plan = self.pacer.plan(board, ladder.spec.roles, sorted(ladder.sources), ladder.book, ladder.env,
+                               self.clock(), plays=ladder.plays)
+        lineups = plan.lineups[:self.batch_size]
+        if not lineups:
+            return 0
+        return ladder.run(self.runner, len(lineups), stop=self.stop, lineups=lineups).recorded
