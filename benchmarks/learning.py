@@ -12,7 +12,7 @@ connect four:
 (b) naive: what a competent person writes without our tricks (CleanRL's loop on an AEC
     env): one ``connect_four_v3.env()``, one torch forward per learner move, scripted
     opponents called on one observation at a time, then exactly the same network and
-    the same PPO update (:meth:`SelfPlayPPO.optimise`, :func:`gae`) on a rollout of the
+    the same PPO update (:meth:`SelfPlayPPO.optimise` of :meth:`Rollout.samples`) on a rollout of the
     same size, for ``--naive-seconds``. Both count learner decisions per second,
     updates included.
 
@@ -67,7 +67,8 @@ from agents.checkpoint import make_spec
 from agents.neural import NeuralPolicy
 from agents.policy import MatchRng
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig
-from agents.trainers.ppo_selfplay import PPOConfig, SelfPlayPPO, actor_hparams, gae
+from agents.trainers.ppo_core import Rollout
+from agents.trainers.ppo_selfplay import PPOConfig, SelfPlayPPO, actor_hparams
 from arena.core.settings import Settings
 from arena.engine import play_matches
 from arena.engine.plan import plan_matches
@@ -172,11 +173,10 @@ def naive_env_steps_per_s(config: PPOConfig, opponents: Sequence[str], probs: Se
         with torch.no_grad():
             _, next_value = model(torch.as_tensor(o["observation"], dtype=torch.float32)[None],
                                   torch.as_tensor(o["action_mask"].astype(bool))[None])
-        rew = torch.tensor(buf["rew"])[:, None]
-        val = torch.stack(buf["val"])[:, None]
-        adv = gae(rew, val, torch.tensor(buf["done"])[:, None], next_value, config.gamma, config.gae_lambda)
-        trainer.optimise(torch.stack(buf["obs"]), torch.stack(buf["mask"]), torch.stack(buf["act"]),
-                         torch.stack(buf["logp"]), adv.flatten(), (adv + val).flatten())
+        obs, mask, act, logp, val = (torch.stack(buf[k])[:, None] for k in ("obs", "mask", "act", "logp", "val"))
+        roll = Rollout(obs, mask, act, logp, val, rew=torch.tensor(buf["rew"])[:, None],
+                       done=torch.tensor(buf["done"])[:, None], next_value=next_value)
+        trainer.optimise(roll.samples(config.gamma, config.gae_lambda))
         steps += size
     return steps / (time.perf_counter() - start)
 

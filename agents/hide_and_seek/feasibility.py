@@ -25,6 +25,7 @@ import numpy as np
 
 from agents.hide_and_seek import model as rules
 from agents.hide_and_seek.planner import TeamPlanner
+from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 
 LEVELS = ("detectors", "sealed")
@@ -39,7 +40,7 @@ def make_core(n: int, prep_steps: int | None = None) -> HideAndSeekV1Core:
     if prep_steps is None:
         return HideAndSeekV1Core(n)
     steps = prep_steps + POST_PREPARATION
-    core = HideAndSeekV1Core(n, max_steps=steps, prep_fraction=prep_steps / steps)
+    core = HideAndSeekV1Core(n, HideAndSeekV1Config(max_steps=steps, prep_fraction=prep_steps / steps))
     if core.prep_steps != prep_steps:
         raise ValueError(f"cannot set {prep_steps} preparation steps")
     return core

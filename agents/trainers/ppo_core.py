@@ -5,7 +5,8 @@
 how they collect a rollout; from there on both call these functions:
 
 * :func:`masked_logits` / :func:`masked_sample`: illegal actions get zero probability;
-* :func:`gae`: generalized advantage estimates of a time-major rollout;
+* :class:`Rollout`: what a trainer collected, time-major; :meth:`Rollout.samples` runs
+  :func:`gae` (generalized advantage estimates) over it and flattens it to :class:`Samples`;
 * :func:`ppo_update`: ``epochs`` passes of ``minibatches`` clipped-surrogate steps over
   the flattened samples (:class:`Samples`), advantages normalised per minibatch, value
   loss and entropy bonus, gradients clipped.
@@ -91,6 +92,39 @@ class Samples:
     adv: torch.Tensor
     ret: torch.Tensor
     """value targets (advantages plus the values)"""
+
+
+@dataclass
+class Rollout:
+    """One learner's decisions, time-major: ``act`` is ``(steps, *batch)`` (boards, or envs and
+    the team's agents), every other tensor ``(steps, *batch, ...)``."""
+
+    obs: torch.Tensor
+    mask: torch.Tensor
+    act: torch.Tensor
+    logp: torch.Tensor
+    """log-probability of ``act`` when it was sampled"""
+    val: torch.Tensor
+    rew: torch.Tensor
+    done: torch.Tensor | None = None
+    """``done[t]`` 1 where an episode ended after step ``t``; ``None``: no episode ends inside"""
+    next_value: torch.Tensor | None = None
+    """the value after the last step; ``None``: the rollout ends every episode"""
+
+    def samples(self, gamma: float, lam: float, keep: torch.Tensor | None = None) -> Samples:
+        """GAE over the rollout (:func:`gae`), flattened to one row per decision.
+
+        Args:
+            gamma, lam: Discount and GAE lambda.
+            keep: Optional bool tensor broadcastable to ``act``'s shape: the decisions to learn from.
+        """
+        adv = gae(self.rew, self.val, self.done, self.next_value, gamma, lam)
+        last = self.act.dim() - 1
+        rows = [x.flatten(0, last) for x in (self.obs, self.mask, self.act, self.logp, adv, adv + self.val)]
+        if keep is not None:
+            chosen = keep.expand_as(self.act).flatten()
+            rows = [x[chosen] for x in rows]
+        return Samples(*rows)
 
 
 @dataclass

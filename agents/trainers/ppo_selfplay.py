@@ -34,8 +34,8 @@ from agents.checkpoint import load_optimizer_tensors, optimizer_tensors
 from agents.nets import build_net
 from agents.neural import resolve_device
 from agents.policy import MatchRng, Policy
-from agents.trainers.ppo_core import PPOSettings, Samples, gae, masked_logits, ppo_update
-from agents.trainers.selfplay_device import DeviceSelfPlayBoards, Rollout
+from agents.trainers.ppo_core import PPOSettings, Rollout, Samples, masked_logits, ppo_update
+from agents.trainers.selfplay_device import DeviceSelfPlayBoards
 from envs.board_core import BoardCore
 
 
@@ -220,22 +220,19 @@ class SelfPlayPPO:
         cfg, n = self.cfg, self.cfg.num_envs
         start = time.perf_counter()
         if self.device_boards is not None:
-            roll = self.device_boards.collect(self.model, opponents, cfg.rollout_steps)
+            roll, opponent_ids, scores = self.device_boards.collect(self.model, opponents, cfg.rollout_steps)
         else:
-            roll = self._collect(opponents)
-        adv = gae(roll.rew, roll.val, roll.done, roll.next_value, cfg.gamma, cfg.gae_lambda)
-        returns = adv + roll.val
-        losses = self.optimise(roll.obs.flatten(0, 1), roll.mask.flatten(0, 1), roll.act.flatten(),
-                               roll.logp.flatten(), adv.flatten(), returns.flatten())
+            roll, opponent_ids, scores = self._collect(opponents)
+        losses = self.optimise(roll.samples(cfg.gamma, cfg.gae_lambda))
         env_steps = n * cfg.rollout_steps
         self.total_steps += env_steps
-        scores = roll.result_scores
         games, wins, draws = len(scores), int((scores == 1.0).sum()), int((scores == 0.5).sum())
         return UpdateStats(env_steps, games, wins, draws, games - wins - draws, *losses,
-                           time.perf_counter() - start, roll.result_opponents, scores)
+                           time.perf_counter() - start, opponent_ids, scores)
 
-    def _collect(self, opponents: list[Policy]) -> Rollout:
-        """The numpy-core rollout (the CPU default: faster there than the torch core)."""
+    def _collect(self, opponents: list[Policy]) -> tuple[Rollout, np.ndarray, np.ndarray]:
+        """The numpy-core rollout (the CPU default: faster there than the torch core), as
+        :meth:`agents.trainers.selfplay_device.DeviceSelfPlayBoards.collect` returns it."""
         n, steps = self.cfg.num_envs, self.cfg.rollout_steps
         obs_buf = torch.zeros((steps, n, *self.core.obs_shape))
         mask_buf = torch.zeros((steps, n, self.core.num_actions), dtype=torch.bool)
@@ -272,13 +269,10 @@ class SelfPlayPPO:
             rows = np.arange(n)
             obs, mask = self.core.observe(self.batch, rows)
             _, next_value = self.model(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(mask))
-        return Rollout(obs_buf, mask_buf, act_buf, logp_buf, val_buf, rew_buf, done_buf, next_value,
-                       np.concatenate(result_opps),
-                       np.concatenate(result_scores).astype(np.float64))
+        return (Rollout(obs_buf, mask_buf, act_buf, logp_buf, val_buf, rew_buf, done_buf, next_value),
+                np.concatenate(result_opps), np.concatenate(result_scores).astype(np.float64))
 
-    def optimise(self, obs: torch.Tensor, mask: torch.Tensor, act: torch.Tensor, old_logp: torch.Tensor,
-                 adv: torch.Tensor, returns: torch.Tensor) -> tuple[float, float, float]:
+    def optimise(self, samples: Samples) -> tuple[float, float, float]:
         """PPO-clip epochs over one flattened rollout (:func:`agents.trainers.ppo_core.ppo_update`);
         returns the last (policy, value, entropy) losses."""
-        samples = Samples(obs, mask, act, old_logp, adv, returns)
         return ppo_update(self.model, self.optim, samples, self.cfg)

@@ -15,7 +15,6 @@ read) so that every opponent forwards only its own boards.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -24,25 +23,8 @@ from torch import nn
 from agents.device_policies import DevicePolicy, to_device_policy
 from agents.device_rng import DeviceMatchRng
 from agents.policy import Policy
+from agents.trainers.ppo_core import Rollout
 from envs.device.boards import TorchBoards, make_torch_board_core
-
-
-@dataclass
-class Rollout:
-    """``rollout_steps`` learner decisions on every board, time-major, on the device."""
-
-    obs: torch.Tensor
-    mask: torch.Tensor
-    act: torch.Tensor
-    logp: torch.Tensor
-    val: torch.Tensor
-    rew: torch.Tensor
-    done: torch.Tensor
-    next_value: torch.Tensor
-    result_opponents: np.ndarray
-    """opponent index of every game finished in the rollout"""
-    result_scores: np.ndarray
-    """the learner's score in each: 1 win, 0.5 draw, 0 loss"""
 
 
 class DeviceSelfPlayBoards:
@@ -108,8 +90,14 @@ class DeviceSelfPlayBoards:
         return used + finished.sum()
 
     @torch.no_grad()
-    def collect(self, model: nn.Module, opponents: list[Policy], steps: int) -> Rollout:
-        """Play ``steps`` learner moves on every board (opponents reply in between)."""
+    def collect(self, model: nn.Module, opponents: list[Policy],
+                steps: int) -> tuple[Rollout, np.ndarray, np.ndarray]:
+        """Play ``steps`` learner moves on every board (opponents reply in between).
+
+        Returns:
+            The rollout, then the opponent index of every game finished in it and the
+            learner's score in each (1 win, 0.5 draw, 0 loss).
+        """
         twins = self.twins(opponents)
         n, core, dev = self.n, self.core, self.device
         pool = self._upload(self.pick_opponents(n * steps))
@@ -136,8 +124,8 @@ class DeviceSelfPlayBoards:
         _, next_value = model(obs, mask)
         finished = done_b.cpu().numpy() > 0  # the one bulk read of the update
         results = rew_b.cpu().numpy()[finished]
-        return Rollout(obs_b, mask_b, act_b, logp_b, val_b, rew_b, done_b, next_value,
-                       opp_b.cpu().numpy()[finished], (results.astype(np.float64) + 1.0) / 2.0)
+        return (Rollout(obs_b, mask_b, act_b, logp_b, val_b, rew_b, done_b, next_value),
+                opp_b.cpu().numpy()[finished], (results.astype(np.float64) + 1.0) / 2.0)
 
 
 def _learner_result(boards: TorchBoards, learner_seat: torch.Tensor) -> torch.Tensor:

@@ -2,6 +2,7 @@
 
 =====================  ===========================================================
 :mod:`.rules`          action, team and role ids, observation layout, phases: once
+:mod:`.config`         each version's settings (frozen): what cores and envs take
 :mod:`.layouts`        v0's grids: random rooms, hand-drawn layouts, line of sight
 :mod:`.layouts_v1`     v1's quadrant and random-room layouts with ramps
 :mod:`.curriculum`     start-state curriculum (where training episodes start)
@@ -12,6 +13,6 @@
 :mod:`.device`         the torch cores (``cpu`` or ``cuda``), step for step the numpy ones
 =====================  ===========================================================
 
-Arrows point down the table: rules <- layouts <- cores <- envs; nothing here imports a
+Arrows point down the table: rules, config <- layouts <- cores <- envs; nothing here imports a
 trainer or a league. The package itself imports nothing: import the layer you need.
 """

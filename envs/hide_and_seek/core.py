@@ -13,11 +13,32 @@ also do nothing. Sight is tested once per step, after everyone moved.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from envs.hide_and_seek import layouts as grid
+from envs.hide_and_seek.config import HideAndSeekConfig
 from envs.hide_and_seek.layouts import Layout
 from envs.hide_and_seek.rules import CHANNELS, FLAT, GRAB, HIDERS, LOCK, MOVES, NOOP, NUM_ACTIONS, SEEKERS, UNLOCKED
+
+
+def _check_config(config: HideAndSeekConfig) -> None:
+    """Raise ``ValueError`` unless v0's rules can play ``config`` (its boxes: every movable object)."""
+    size, n_hiders, n_boxes, n_doors = config.size, config.n_hiders, config.n_boxes, config.n_doors
+    lo, _ = grid.room_size_range(size)
+    if n_doors not in (None, 1, 2):
+        raise ValueError(f"n_doors must be None, 1 or 2, got {n_doors!r}")
+    if size < 9:
+        raise ValueError(f"size must be >= 9, got {size}")
+    if n_hiders < 1 or config.n_seekers < 1 or n_boxes < 0:
+        raise ValueError("need n_hiders >= 1, n_seekers >= 1 and n_boxes >= 0")
+    if n_hiders + (n_boxes + 1) // 2 > lo * lo - 2:
+        raise ValueError(f"hiders and half the boxes must fit in a {lo}x{lo} room")
+    if config.view_size < 1 or config.view_size % 2 == 0 or config.vision_radius < 1:
+        raise ValueError("view_size must be odd and vision_radius >= 1")
+    if config.max_steps < 1 or not 0.0 <= config.prep_fraction < 1.0:
+        raise ValueError("need max_steps >= 1 and 0 <= prep_fraction < 1")
 
 
 class HideAndSeekCore:
@@ -27,61 +48,34 @@ class HideAndSeekCore:
 
     Args:
         n_envs: Episodes stepped together.
-        size: Side of the square grid, outer walls included (>= 9).
-        n_hiders, n_seekers, n_boxes: Team sizes and movable boxes.
-        max_steps: Episode length in steps (every agent acts once per step).
-        prep_fraction: Share of ``max_steps`` in which seekers are frozen and nobody is
-            rewarded.
-        vision_radius: Euclidean sight range in cells.
-        view_size: Side of the egocentric observation window (odd).
-        n_doors: Doors of the hiders' room in random layouts: ``None`` (default) draws
-            one or two per layout, ``1`` or ``2`` forces that many (training curricula).
-        box_by_door: Random layouts start a box in the room next to the door
-            (training curricula; see :func:`envs.hide_and_seek.layouts.random_layout`).
-        seekers_by_door: Random layouts start the seekers outside next to the door
-            (training curricula; as above).
+        config: The game's settings (default: ``hide_and_seek-v0``'s); ``box_by_door`` and
+            ``seekers_by_door`` become attributes read at every reset.
+
+    Raises:
+        ValueError: Settings the rules cannot play (grid too small, a room too small for
+            its hiders and boxes, an even view).
+        TypeError: The other version's config.
     """
 
-    def __init__(
-        self,
-        n_envs: int = 1,
-        *,
-        size: int = 15,
-        n_hiders: int = 2,
-        n_seekers: int = 2,
-        n_boxes: int = 2,
-        max_steps: int = 60,
-        prep_fraction: float = 0.4,
-        vision_radius: int = 7,
-        view_size: int = 9,
-        n_doors: int | None = None,
-        box_by_door: bool = False,
-        seekers_by_door: bool = False,
-    ) -> None:
-        lo, _ = grid.room_size_range(size)
-        if n_doors not in (None, 1, 2):
-            raise ValueError(f"n_doors must be None, 1 or 2, got {n_doors!r}")
-        if size < 9:
-            raise ValueError(f"size must be >= 9, got {size}")
-        if n_hiders < 1 or n_seekers < 1 or n_boxes < 0:
-            raise ValueError("need n_hiders >= 1, n_seekers >= 1 and n_boxes >= 0")
-        if n_hiders + (n_boxes + 1) // 2 > lo * lo - 2:
-            raise ValueError(f"hiders and half the boxes must fit in a {lo}x{lo} room")
-        if view_size < 1 or view_size % 2 == 0 or vision_radius < 1:
-            raise ValueError("view_size must be odd and vision_radius >= 1")
-        if max_steps < 1 or not 0.0 <= prep_fraction < 1.0:
-            raise ValueError("need max_steps >= 1 and 0 <= prep_fraction < 1")
+    config_type: ClassVar[type[HideAndSeekConfig]] = HideAndSeekConfig
+
+    def __init__(self, n_envs: int = 1, config: HideAndSeekConfig | None = None) -> None:
+        config = self._own_config(config)
+        _check_config(config)
+        self.config = config
+        size, n_hiders, n_seekers, n_boxes = config.size, config.n_hiders, config.n_seekers, config.n_boxes
+        view_size = config.view_size
         self.n_envs, self.size, self.n_boxes = n_envs, size, n_boxes
         self.n_hiders, self.n_seekers = n_hiders, n_seekers
         self.n_agents = n_hiders + n_seekers
         self.team = np.array([HIDERS] * n_hiders + [SEEKERS] * n_seekers)
-        self.max_steps = max_steps
-        self.prep_steps = round(prep_fraction * max_steps)
-        self.vision_radius, self.view_size = vision_radius, view_size
-        self.n_doors, self.box_by_door = n_doors, box_by_door
-        self.seekers_by_door = seekers_by_door
+        self.max_steps = config.max_steps
+        self.prep_steps = round(config.prep_fraction * config.max_steps)
+        self.vision_radius, self.view_size = config.vision_radius, view_size
+        self.n_doors, self.box_by_door = config.n_doors, config.box_by_door
+        self.seekers_by_door = config.seekers_by_door
         self.obs_dim = len(CHANNELS) * view_size**2 + len(FLAT)
-        self._in_range, self._between = grid.sight_table(vision_radius)
+        self._in_range, self._between = grid.sight_table(config.vision_radius)
         n, a, b = n_envs, self.n_agents, max(n_boxes, 1)
         self.walls = np.ones((n, size, size), dtype=bool)
         self.doors = np.zeros((n, 2, 2), dtype=np.int64)
@@ -96,6 +90,14 @@ class HideAndSeekCore:
         self.seen = np.zeros(n, dtype=bool)  # a hider was seen at the last step
         self._prep_doors = np.zeros((n, 2), dtype=bool)  # (blocked, blocked and locked)
         self._rows = np.arange(n)
+
+    def _own_config(self, config: HideAndSeekConfig | None) -> HideAndSeekConfig:
+        """``config``, or this version's defaults; the other version's config is refused."""
+        config = self.config_type() if config is None else config
+        if type(config) is not self.config_type:
+            raise TypeError(f"{type(self).__name__} takes a {self.config_type.__name__}, "
+                            f"got {type(config).__name__}")
+        return config
 
     # ----------------------------------------------------------------- episodes
     def reset(

@@ -26,10 +26,13 @@ inside the room.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from envs.hide_and_seek import layouts as grid
 from envs.hide_and_seek import layouts_v1 as grid1
+from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core import HideAndSeekCore
 from envs.hide_and_seek.curriculum import drawn_share
 from envs.hide_and_seek.rules import (
@@ -46,59 +49,40 @@ class HideAndSeekV1Core(HideAndSeekCore):
     """Steps ``n_envs`` ``hide_and_seek-v1`` episodes at once.
 
     Args:
-        n_envs, n_hiders, n_seekers, max_steps, prep_fraction, vision_radius, view_size,
-            n_doors: As in :class:`HideAndSeekCore`.
-        size: Grid side (>= 9; v1's default 9).
-        n_boxes: Boxes (default 2).
-        n_ramps: Ramps (default 1).
-        layout: ``"quadrant"`` (default) or ``"random"`` (v0's random rooms), see
-            :mod:`envs.hide_and_seek.layouts_v1`.
-        box_by_door: Training curriculum: layouts start boxes next to the doors inside.
-            ``True``/``False``, or a share in ``[0, 1]``: each episode starts so with that
-            probability, drawn from its layout seed (an attribute read at every reset, so a
-            trainer may change it between updates).
-        ramp_by_door: Training curriculum (quadrant layouts), in the same form: the ramp
-            starts near a door, a hider on the way to it (see
-            :func:`envs.hide_and_seek.layouts_v1.place_ramp_stage`).
-        ramp_reach: How far those episodes' ramp and hider are from the door and each
-            other, ``0`` (two cells out, the hider next to it) .. ``1`` (as drawn); an
-            attribute too.
+        n_envs: Episodes stepped together.
+        config: The game's settings (default: ``hide_and_seek-v1``'s). The curriculum's
+            ``box_by_door``, ``ramp_by_door`` and ``ramp_reach`` become attributes read at
+            every reset, so a trainer may change them between updates.
+
+    Raises:
+        ValueError: Settings the rules cannot play (as :class:`HideAndSeekCore`; an unknown
+            layout, hiders and boxes that do not fit in the quadrant room, v0's
+            ``seekers_by_door``).
+        TypeError: The other version's config.
     """
 
-    def __init__(
-        self,
-        n_envs: int = 1,
-        *,
-        size: int = 9,
-        n_hiders: int = 2,
-        n_seekers: int = 2,
-        n_boxes: int = 2,
-        n_ramps: int = 1,
-        max_steps: int = 50,
-        prep_fraction: float = 0.4,
-        vision_radius: int = 7,
-        view_size: int = 9,
-        n_doors: int | None = None,
-        layout: str = "quadrant",
-        box_by_door: bool | float = False,
-        ramp_by_door: bool | float = False,
-        ramp_reach: float = 0.0,
-    ) -> None:
+    config_type = HideAndSeekV1Config
+
+    def __init__(self, n_envs: int = 1, config: HideAndSeekV1Config | None = None) -> None:
+        config = self._own_config(config)
+        size, n_hiders, n_boxes, n_ramps, layout = (config.size, config.n_hiders, config.n_boxes,
+                                                    config.n_ramps, config.layout)
         if layout not in grid1.LAYOUTS:
             raise ValueError(f"layout must be one of {grid1.LAYOUTS}, got {layout!r}")
         if n_ramps < 0:
             raise ValueError(f"n_ramps must be >= 0, got {n_ramps}")
         if layout == "quadrant" and n_hiders + n_boxes > (size // 2 - 1) ** 2 - 2:
             raise ValueError("hiders and boxes must fit in the quadrant room")
-        super().__init__(n_envs, size=size, n_hiders=n_hiders, n_seekers=n_seekers,
-                         n_boxes=n_boxes + n_ramps, max_steps=max_steps, prep_fraction=prep_fraction,
-                         vision_radius=vision_radius, view_size=view_size, n_doors=n_doors,
-                         box_by_door=box_by_door)
+        if config.seekers_by_door:
+            raise ValueError("seekers_by_door is v0's curriculum; v1's are box_by_door and ramp_by_door")
+        # Ramps are boxes to v0's rules: the base core holds boxes and ramps as its objects.
+        super().__init__(n_envs, replace(config, n_boxes=n_boxes + n_ramps))
+        self.config = config
         self.n_real_boxes, self.n_ramps, self.layout = n_boxes, n_ramps, layout
-        self.ramp_by_door, self.ramp_reach = ramp_by_door, ramp_reach
+        self.ramp_by_door, self.ramp_reach = config.ramp_by_door, config.ramp_reach
         self.is_ramp = np.arange(max(self.n_boxes, 1)) >= n_boxes
         self.is_ramp_ext = np.append(self.is_ramp, False)  # index -1 (no object): not a ramp
-        self.obs_dim += len(CHANNELS_V1) * view_size**2 + len(FLAT_V1)
+        self.obs_dim += len(CHANNELS_V1) * config.view_size**2 + len(FLAT_V1)
         n = n_envs
         self.room = np.zeros((n, size, size), dtype=bool)
         self.vaulted = np.zeros((n, self.n_agents), dtype=bool)  # vaulted at the last step

@@ -50,6 +50,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from envs.hide_and_seek.config import HideAndSeekConfig
 from envs.hide_and_seek.core import HideAndSeekCore
 from envs.hide_and_seek.layouts import parse_layout
 from envs.hide_and_seek.rules import HIDERS, NOOP, NUM_ACTIONS, SEEKERS, UNLOCKED
@@ -72,8 +73,8 @@ class HideAndSeekEnv(ParallelEnv):
     """Hide and seek for teams of hiders and seekers (see the module docstring).
 
     Args:
-        size, n_hiders, n_seekers, n_boxes, max_steps, prep_fraction, vision_radius,
-            view_size, n_doors, box_by_door, seekers_by_door: As in :class:`HideAndSeekCore`.
+        config: The game's settings (default: the registered env's), see
+            :class:`envs.hide_and_seek.config.HideAndSeekConfig`.
         render_mode: ``None``, ``"rgb_array"`` or ``"ansi"``.
     """
 
@@ -83,43 +84,11 @@ class HideAndSeekEnv(ParallelEnv):
         "is_parallelizable": True,
         "render_fps": 5,
     }
+    core_type: ClassVar[type[HideAndSeekCore]] = HideAndSeekCore
+    """the core of one episode this env wraps"""
 
-    def __init__(
-        self,
-        *,
-        size: int = 15,
-        n_hiders: int = 2,
-        n_seekers: int = 2,
-        n_boxes: int = 2,
-        max_steps: int = 60,
-        prep_fraction: float = 0.4,
-        vision_radius: int = 7,
-        view_size: int = 9,
-        n_doors: int | None = None,
-        box_by_door: bool = False,
-        seekers_by_door: bool = False,
-        render_mode: str | None = None,
-    ) -> None:
-        self._attach(
-            HideAndSeekCore(
-                1,
-                size=size,
-                n_hiders=n_hiders,
-                n_seekers=n_seekers,
-                n_boxes=n_boxes,
-                max_steps=max_steps,
-                prep_fraction=prep_fraction,
-                vision_radius=vision_radius,
-                view_size=view_size,
-                n_doors=n_doors,
-                box_by_door=box_by_door,
-                seekers_by_door=seekers_by_door,
-            ),
-            render_mode,
-        )
-
-    def _attach(self, core: HideAndSeekCore, render_mode: str | None) -> None:
-        """Wrap ``core`` (one episode): agents, spaces, render mode."""
+    def __init__(self, config: HideAndSeekConfig | None = None, *, render_mode: str | None = None) -> None:
+        core = self.core_type(1, config)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be one of {self.metadata['render_modes']} "
@@ -248,6 +217,6 @@ class HideAndSeekEnv(ParallelEnv):
         pass
 
 
-def parallel_env(**kwargs: Any) -> HideAndSeekEnv:
-    """The registered constructor of ``hide_and_seek-v0``."""
-    return HideAndSeekEnv(**kwargs)
+def parallel_env(render_mode: str | None = None, **settings: Any) -> HideAndSeekEnv:
+    """The registered constructor of ``hide_and_seek-v0``: ``settings`` are :class:`HideAndSeekConfig`'s fields."""
+    return HideAndSeekEnv(HideAndSeekConfig(**settings), render_mode=render_mode)

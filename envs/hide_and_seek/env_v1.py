@@ -68,6 +68,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.env import COLORS, HideAndSeekEnv
 from envs.hide_and_seek.layouts_v1 import parse_layout
@@ -81,35 +82,14 @@ class HideAndSeekV1Env(HideAndSeekEnv):
     """Hide and seek with ramps (see the module docstring).
 
     Args:
-        size, n_hiders, n_seekers, n_boxes, n_ramps, max_steps, prep_fraction,
-            vision_radius, view_size, n_doors, layout: As in :class:`HideAndSeekV1Core`.
+        config: The game's settings (default: the registered env's), see
+            :class:`envs.hide_and_seek.config.HideAndSeekV1Config`.
         render_mode: ``None``, ``"rgb_array"`` or ``"ansi"``.
     """
 
     metadata: ClassVar[dict[str, Any]] = {**HideAndSeekEnv.metadata, "name": "hide_and_seek_v1"}
-
-    def __init__(
-        self,
-        *,
-        size: int = 9,
-        n_hiders: int = 2,
-        n_seekers: int = 2,
-        n_boxes: int = 2,
-        n_ramps: int = 1,
-        max_steps: int = 50,
-        prep_fraction: float = 0.4,
-        vision_radius: int = 7,
-        view_size: int = 9,
-        n_doors: int | None = None,
-        layout: str = "quadrant",
-        render_mode: str | None = None,
-    ) -> None:
-        core = HideAndSeekV1Core(
-            1, size=size, n_hiders=n_hiders, n_seekers=n_seekers, n_boxes=n_boxes, n_ramps=n_ramps,
-            max_steps=max_steps, prep_fraction=prep_fraction, vision_radius=vision_radius,
-            view_size=view_size, n_doors=n_doors, layout=layout,
-        )
-        self._attach(core, render_mode)
+    core_type = HideAndSeekV1Core
+    core: HideAndSeekV1Core
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         """Start an episode; the layout follows from ``seed`` (or ``options["layout"]``)."""
@@ -151,9 +131,9 @@ class HideAndSeekV1Env(HideAndSeekEnv):
         return text
 
 
-def parallel_env(**kwargs: Any) -> HideAndSeekV1Env:
-    """The registered constructor of ``hide_and_seek-v1``."""
-    return HideAndSeekV1Env(**kwargs)
+def parallel_env(render_mode: str | None = None, **settings: Any) -> HideAndSeekV1Env:
+    """The registered constructor of ``hide_and_seek-v1``: ``settings`` are :class:`HideAndSeekV1Config`'s fields."""
+    return HideAndSeekV1Env(HideAndSeekV1Config(**settings), render_mode=render_mode)
 
 
 __all__ = ["COLORS", "HideAndSeekV1Env", "parallel_env"]

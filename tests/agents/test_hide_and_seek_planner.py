@@ -14,6 +14,7 @@ import pytest
 from agents.hide_and_seek import model as rules
 from agents.hide_and_seek.feasibility import feasibility, play_plans
 from agents.hide_and_seek.planner import TeamPlanner
+from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.layouts_v1 import parse_layout
 
@@ -67,7 +68,7 @@ def world_of(core: HideAndSeekV1Core, row: int) -> rules.World:
 @pytest.mark.parametrize("source", ["standard", "vaults"])
 def test_the_planning_model_steps_as_the_core_does(source: str) -> None:
     n, steps = 48, 20
-    core = HideAndSeekV1Core(n, max_steps=40, prep_fraction=0.5)
+    core = HideAndSeekV1Core(n, HideAndSeekV1Config(max_steps=40, prep_fraction=0.5))
     if source == "standard":
         core.reset(np.arange(n))
         layouts = [core.draw_layout(s) for s in range(n)]
@@ -108,7 +109,7 @@ def test_a_near_ramp_gets_both_the_fort_and_ramp_defense_in_the_core() -> None:
 
 
 def _loaded(layout, **kwargs) -> HideAndSeekV1Core:
-    core = HideAndSeekV1Core(1, size=len(layout.walls), **kwargs)
+    core = HideAndSeekV1Core(1, HideAndSeekV1Config(size=len(layout.walls), **kwargs))
     core.set_layout(0, layout)
     return core
 

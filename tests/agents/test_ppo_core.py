@@ -1,4 +1,4 @@
-"""The one PPO core both trainers use: masked sampling, GAE, the clipped update."""
+"""The one PPO core both trainers use: masked sampling, GAE, rollouts, the clipped update."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
-from agents.trainers.ppo_core import PPOSettings, Samples, gae, masked_sample, ppo_update
+from agents.trainers.ppo_core import PPOSettings, Rollout, Samples, gae, masked_sample, ppo_update
 from agents.trainers.ppo_selfplay import PPOConfig
 
 
@@ -33,6 +33,29 @@ def test_gae_with_episodes_ending_at_the_rollout_end_is_the_one_with_a_final_don
     # By hand: the last step's advantage is its reward minus its value.
     assert torch.allclose(whole[-1], rew[-1] - val[-1])
     assert torch.allclose(whole[-2], rew[-2] + 0.99 * val[-1] - val[-2] + 0.99 * 0.95 * whole[-1])
+
+
+def test_a_rollout_flattens_to_one_sample_per_decision_it_keeps() -> None:
+    gen = torch.Generator().manual_seed(2)
+    steps, envs, agents, dim = 6, 4, 2, 3  # hide-and-seek's shape: (steps, envs, team agents, ...)
+    obs = torch.randn(steps, envs, agents, dim, generator=gen)
+    mask = torch.rand(steps, envs, agents, 7, generator=gen) < 0.5
+    act = torch.randint(0, 7, (steps, envs, agents), generator=gen)
+    logp, val, rew = (torch.randn(steps, envs, agents, generator=gen) for _ in range(3))
+    roll = Rollout(obs, mask, act, logp, val, rew)
+    adv = gae(rew, val, None, None, 0.9, 0.8)
+    every = roll.samples(0.9, 0.8)
+    assert every.obs.shape == (steps * envs * agents, dim) and every.mask.shape == (steps * envs * agents, 7)
+    assert torch.equal(every.obs[5], obs[0, 2, 1]) and torch.equal(every.act[5], act[0, 2, 1])
+    assert torch.equal(every.adv, adv.flatten()) and torch.equal(every.ret, (adv + val).flatten())
+    live = torch.tensor([True, False, True, False])  # the envs where this team learns
+    kept = roll.samples(0.9, 0.8, keep=live[None, :, None])
+    assert len(kept.act) == steps * 2 * agents
+    assert torch.equal(kept.obs, obs[:, live].flatten(0, 2)) and torch.equal(kept.adv, adv[:, live].flatten())
+    # Boards, bootstrapped: done and next_value reach GAE.
+    done, nxt = (torch.rand(steps, envs, generator=gen) < 0.3).float(), torch.randn(envs, generator=gen)
+    boards = Rollout(obs[:, :, 0], mask[:, :, 0], act[:, :, 0], logp[:, :, 0], val[:, :, 0], rew[:, :, 0], done, nxt)
+    assert torch.equal(boards.samples(0.9, 0.8).adv, gae(rew[:, :, 0], val[:, :, 0], done, nxt, 0.9, 0.8).flatten())
 
 
 class _Model(nn.Module):

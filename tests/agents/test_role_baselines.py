@@ -11,6 +11,7 @@ from agents.role_baselines import ROLE_BASELINES, baseline_role
 from arena.engine import play_matches
 from arena.engine.plan import plan_matches
 from envs.errors import UnknownAgent
+from envs.hide_and_seek.config import HideAndSeekConfig
 from envs.hide_and_seek.core import HideAndSeekCore
 from envs.hide_and_seek.rules import NUM_ACTIONS
 from envs.registry import get_spec
@@ -35,7 +36,7 @@ def test_rps_counter_beats_a_fixed_move_and_fixed_moves_cycle() -> None:
 
 def _door_block_rate(hider: str, episodes: int = 120) -> float:
     """Share of one-door layouts whose door holds a box when preparation ends."""
-    core = HideAndSeekCore(episodes, size=15, n_hiders=2, n_seekers=2, n_boxes=2, max_steps=60, n_doors=1)
+    core = HideAndSeekCore(episodes, HideAndSeekConfig(n_doors=1))  # v0's defaults, one door
     obs, mask = core.reset(np.arange(episodes))
     policies = (make_policy(hider, "hide_and_seek-v0"), make_policy("chaser", "hide_and_seek-v0"))
     for t in range(core.prep_steps):

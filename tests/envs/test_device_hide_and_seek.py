@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import torch
 
+from envs.hide_and_seek.config import HideAndSeekConfig
 from envs.hide_and_seek.core import HideAndSeekCore
 from envs.hide_and_seek.device.core import TorchHideAndSeekCore
 from tests.device_params import DEVICES, one_torch_thread  # noqa: F401 - a fixture
@@ -61,8 +62,8 @@ def reset_both(ref, core, rng: np.random.Generator) -> np.ndarray:
 
 def run_differential(n: int, seed: int, device: str, **kwargs) -> dict[str, int]:
     """Play ``n`` random episodes in both cores; returns how often each rule fired."""
-    ref = HideAndSeekCore(n, **kwargs)
-    core = TorchHideAndSeekCore(n, device=device, **kwargs)
+    ref = HideAndSeekCore(n, HideAndSeekConfig(**kwargs))
+    core = TorchHideAndSeekCore(n, HideAndSeekConfig(**kwargs), device=device)
     rng = np.random.default_rng(seed)
     masks = reset_both(ref, core, rng)
     seen = {"held": 0, "locked_by_hiders": 0, "locked_by_seekers": 0, "seen": 0, "hidden": 0,
@@ -121,8 +122,8 @@ def test_torch_core_matches_the_numpy_core_on_other_settings(kwargs: dict) -> No
 
 
 def test_layout_bank_resets_some_rows_on_the_device() -> None:
-    core = TorchHideAndSeekCore(6, size=9)
-    ref = HideAndSeekCore(6, size=9)
+    core = TorchHideAndSeekCore(6, HideAndSeekConfig(size=9))
+    ref = HideAndSeekCore(6, HideAndSeekConfig(size=9))
     seeds = np.arange(10, 16)
     core.reset(seeds)
     ref.reset(seeds)

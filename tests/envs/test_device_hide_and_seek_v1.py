@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 
+from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.device.core_v1 import TorchHideAndSeekV1Core
 from envs.hide_and_seek.layouts_v1 import parse_layout
@@ -30,8 +31,8 @@ STATE_V1 = (*STATE, "room", "vaulted", "seen_steps", "ramp_used")
 
 def run_differential(n: int, seed: int, device: str, **kwargs) -> dict[str, int]:
     """Play ``n`` random v1 episodes in both cores; returns how often each rule fired."""
-    ref = HideAndSeekV1Core(n, **kwargs)
-    core = TorchHideAndSeekV1Core(n, device=device, **kwargs)
+    ref = HideAndSeekV1Core(n, HideAndSeekV1Config(**kwargs))
+    core = TorchHideAndSeekV1Core(n, HideAndSeekV1Config(**kwargs), device=device)
     masks = reset_both(ref, core, np.random.default_rng(seed))
     rng = np.random.default_rng(seed + 1)
     fired = {"on_ramp": 0, "vaulted": 0, "pushed": 0, "ramp_use": 0, "ramp_defense": 0, "seen": 0,
@@ -107,8 +108,8 @@ def test_set_layout_starts_a_hand_drawn_v1_layout() -> None:
         "#.......#",
         "#########",
     ])
-    ref = HideAndSeekV1Core(2, n_boxes=1, prep_fraction=0.0)
-    core = TorchHideAndSeekV1Core(2, n_boxes=1, prep_fraction=0.0)
+    ref = HideAndSeekV1Core(2, HideAndSeekV1Config(n_boxes=1, prep_fraction=0.0))
+    core = TorchHideAndSeekV1Core(2, HideAndSeekV1Config(n_boxes=1, prep_fraction=0.0))
     ref.reset([3, 4])
     core.reset([3, 4])
     ref.set_layout(1, layout)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from envs.hide_and_seek.config import HideAndSeekConfig
 from envs.hide_and_seek.core import HideAndSeekCore
 from envs.hide_and_seek.env import HideAndSeekEnv
 from envs.hide_and_seek.layouts import parse_layout, random_layout
@@ -25,14 +26,9 @@ def core_from(rows: list[str], **kwargs) -> HideAndSeekCore:
     """A one-env core started from ``rows`` (no preparation unless asked for)."""
     layout = parse_layout(rows)
     kwargs = {"prep_fraction": 0.0, **kwargs}
-    core = HideAndSeekCore(
-        1,
-        size=len(rows),
-        n_hiders=len(layout.hiders),
-        n_seekers=len(layout.seekers),
-        n_boxes=len(layout.boxes),
-        **kwargs,
-    )
+    config = HideAndSeekConfig(size=len(rows), n_hiders=len(layout.hiders), n_seekers=len(layout.seekers),
+                               n_boxes=len(layout.boxes), **kwargs)
+    core = HideAndSeekCore(1, config)
     core.set_layout(0, layout)
     return core
 
@@ -78,7 +74,7 @@ def test_vision_radius_is_respected() -> None:
 
 
 def test_sight_is_symmetric_on_random_layouts() -> None:
-    core = HideAndSeekCore(16, n_hiders=3, n_seekers=3, n_boxes=4)
+    core = HideAndSeekCore(16, HideAndSeekConfig(n_hiders=3, n_seekers=3, n_boxes=4))
     core.reset(list(range(16)))
     rng = np.random.default_rng(0)
     for _ in range(30):
@@ -301,7 +297,7 @@ def test_door_block_status(script: tuple, doors: int, blocked: bool, locked: boo
     rows = list(ROOM)
     if doors == 2:
         rows[2] = "#.H.D...#"
-    env = HideAndSeekEnv(size=9, n_hiders=1, n_seekers=1, n_boxes=1, max_steps=10)
+    env = HideAndSeekEnv(HideAndSeekConfig(size=9, n_hiders=1, n_seekers=1, n_boxes=1, max_steps=10))
     env.reset(seed=0, options={"layout": rows})
     assert not env.door_block_status()
     for action in script:
@@ -354,12 +350,12 @@ def test_random_layouts_close_the_room_but_for_its_doors(seed: int) -> None:
 
 def test_bad_configurations_and_layouts_are_rejected() -> None:
     with pytest.raises(ValueError, match="size"):
-        HideAndSeekCore(size=7)
+        HideAndSeekCore(1, HideAndSeekConfig(size=7))
     with pytest.raises(ValueError, match="odd"):
-        HideAndSeekCore(view_size=8)
+        HideAndSeekCore(1, HideAndSeekConfig(view_size=8))
     with pytest.raises(ValueError, match="room"):
-        HideAndSeekCore(n_hiders=12, n_boxes=6)
-    env = HideAndSeekEnv(size=9, n_hiders=1, n_seekers=1, n_boxes=2)
+        HideAndSeekCore(1, HideAndSeekConfig(n_hiders=12, n_boxes=6))
+    env = HideAndSeekEnv(HideAndSeekConfig(size=9, n_hiders=1, n_seekers=1, n_boxes=2))
     with pytest.raises(ValueError, match="this core needs"):
         env.reset(options={"layout": ROOM})  # one box drawn, two expected
     with pytest.raises(ValueError, match="unknown layout characters"):
@@ -368,7 +364,7 @@ def test_bad_configurations_and_layouts_are_rejected() -> None:
 
 def test_boxless_and_larger_teams_play_to_the_end() -> None:
     for kwargs in ({"n_boxes": 0}, {"n_hiders": 3, "n_seekers": 1, "n_boxes": 3, "size": 11}):
-        core = HideAndSeekCore(4, **kwargs)
+        core = HideAndSeekCore(4, HideAndSeekConfig(**kwargs))
         obs, masks = core.reset([0, 1, 2, 3])
         rng = np.random.default_rng(0)
         total, dones = np.zeros((4, core.n_agents)), np.zeros(4, dtype=bool)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from envs.hide_and_seek.config import HideAndSeekConfig
 from envs.hide_and_seek.core import HideAndSeekCore
 from envs.hide_and_seek.env import HideAndSeekEnv
 from envs.hide_and_seek.layouts import random_layout
@@ -27,7 +28,7 @@ def test_forcing_the_drawn_door_count_changes_nothing(seed: int) -> None:
 
 @pytest.mark.parametrize("size", [9, 11, 15])
 def test_box_by_door_starts_a_box_inside_next_to_the_door(size: int) -> None:
-    core = HideAndSeekCore(64, size=size, n_doors=1, box_by_door=True)
+    core = HideAndSeekCore(64, HideAndSeekConfig(size=size, n_doors=1, box_by_door=True))
     core.reset(list(range(64)))
     assert (core.doors[:, 0] == core.doors[:, 1]).all()
     assert not core.door_block_status().any()  # the doorway itself stays open
@@ -42,15 +43,15 @@ def test_box_by_door_starts_a_box_inside_next_to_the_door(size: int) -> None:
 
 
 def test_env_passes_the_options_and_rejects_bad_ones() -> None:
-    env = HideAndSeekEnv(size=9, n_doors=1, box_by_door=True)
+    env = HideAndSeekEnv(HideAndSeekConfig(size=9, n_doors=1, box_by_door=True))
     env.reset(seed=3)
     assert env.core.n_doors == 1 and env.core.box_by_door
     with pytest.raises(ValueError, match="n_doors"):
-        HideAndSeekCore(n_doors=3)
+        HideAndSeekCore(1, HideAndSeekConfig(n_doors=3))
 
 
 def test_seekers_by_door_start_outside_nearest_the_open_door() -> None:
-    core = HideAndSeekCore(32, size=9, n_doors=1, seekers_by_door=True)
+    core = HideAndSeekCore(32, HideAndSeekConfig(size=9, n_doors=1, seekers_by_door=True))
     core.reset(list(range(32)))
     assert not core.door_block_status().any()
     for e in range(32):

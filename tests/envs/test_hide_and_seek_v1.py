@@ -12,6 +12,7 @@ import itertools
 import numpy as np
 import pytest
 
+from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.env_v1 import HideAndSeekV1Env
 from envs.hide_and_seek.layouts_v1 import parse_layout, quadrant_layout, random_room_layout, steps_from
@@ -36,8 +37,9 @@ ROOM = [
 def core_from(rows: list[str], **kwargs) -> HideAndSeekV1Core:
     layout = parse_layout(rows)
     kwargs = {"prep_fraction": 0.0, **kwargs}
-    core = HideAndSeekV1Core(1, size=len(rows), n_hiders=len(layout.hiders), n_seekers=len(layout.seekers),
-                             n_boxes=len(layout.boxes), n_ramps=len(layout.ramps), **kwargs)
+    config = HideAndSeekV1Config(size=len(rows), n_hiders=len(layout.hiders), n_seekers=len(layout.seekers),
+                                 n_boxes=len(layout.boxes), n_ramps=len(layout.ramps), **kwargs)
+    core = HideAndSeekV1Core(1, config)
     core.set_layout(0, layout)
     return core
 
@@ -155,8 +157,8 @@ def test_fort_needs_a_box_not_a_ramp_in_the_door(door_cell: str, fort: float) ->
     rows[5] = "#.......#" if door_cell == "R" else rows[5]
     layout = parse_layout(rows)
     layout.doors[:] = [3, 4]
-    core = HideAndSeekV1Core(1, prep_fraction=0.1, max_steps=10, n_boxes=len(layout.boxes),
-                             n_ramps=len(layout.ramps), n_hiders=1, n_seekers=1)
+    core = HideAndSeekV1Core(1, HideAndSeekV1Config(prep_fraction=0.1, max_steps=10, n_boxes=len(layout.boxes),
+                                                    n_ramps=len(layout.ramps), n_hiders=1, n_seekers=1))
     core.set_layout(0, layout)
     for _ in range(2):
         step(core, NOOP, NOOP)
@@ -178,9 +180,9 @@ def test_layouts_put_hiders_and_boxes_in_the_room_and_the_ramp_outside(seed: int
 def test_batched_core_equals_single_envs(layout: str) -> None:
     seeds = [3, 14, 15, 92, 65, 35]
     size = 9 if layout == "quadrant" else 15
-    core = HideAndSeekV1Core(len(seeds), size=size, layout=layout)
+    core = HideAndSeekV1Core(len(seeds), HideAndSeekV1Config(size=size, layout=layout))
     obs, masks = core.reset(seeds)
-    envs = [HideAndSeekV1Env(size=size, layout=layout) for _ in seeds]
+    envs = [HideAndSeekV1Env(HideAndSeekV1Config(size=size, layout=layout)) for _ in seeds]
     singles = [env.reset(seed=s) for env, s in zip(envs, seeds)]
     names = envs[0].possible_agents
     for i, (o, _) in enumerate(singles):
@@ -213,7 +215,8 @@ def test_random_play_rarely_shows_the_phases() -> None:
 
 
 def test_render_shows_ramps() -> None:
-    env = HideAndSeekV1Env(render_mode="ansi", n_hiders=1, n_seekers=1, n_boxes=0, prep_fraction=0.0)
+    env = HideAndSeekV1Env(HideAndSeekV1Config(n_hiders=1, n_seekers=1, n_boxes=0, prep_fraction=0.0),
+                           render_mode="ansi")
     env.reset(options={"layout": ROOM})
     text = env.render()
     assert text.splitlines()[5][2] == "R"

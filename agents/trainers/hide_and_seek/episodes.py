@@ -25,15 +25,15 @@ CURRICULUM = ATTRIBUTES  # core attributes a curriculum may change between updat
 
 
 class HostEpisodes:
-    """``n`` episodes in a numpy core (``core``, default v0's); layouts from ``rng``.
+    """``n`` episodes in a numpy ``core`` of ``n`` envs; layouts from ``rng``.
 
     Tensors cross to ``device`` (default: stay on the CPU) once per step, so a model on a
     GPU can drive a numpy core.
     """
 
-    def __init__(self, n: int, rng: np.random.Generator, core: HideAndSeekCore | None = None,
-                 device: torch.device | None = None, **layout) -> None:
-        self.core, self.rng, self.n = core or HideAndSeekCore(n, **layout), rng, n
+    def __init__(self, n: int, rng: np.random.Generator, core: HideAndSeekCore,
+                 device: torch.device | None = None) -> None:
+        self.core, self.rng, self.n = core, rng, n
         self.device = device or torch.device("cpu")
 
     def reset(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -68,12 +68,12 @@ class DeviceEpisodes:
             ``k``: ``k`` layouts are drawn and each reset picks among them on the device
             (drawn again when the core's :data:`CURRICULUM` attributes change).
         rng: The trainer's layout stream.
-        core: The torch core (default: v0's, built from ``layout``).
+        core: The torch core of ``n`` envs on ``device``.
     """
 
     def __init__(self, n: int, device: torch.device, layout_bank: int, rng: np.random.Generator,
-                 core: TorchHideAndSeekCore | None = None, **layout) -> None:
-        self.core, self.rng, self.n = core or TorchHideAndSeekCore(n, device=device, **layout), rng, n
+                 core: TorchHideAndSeekCore) -> None:
+        self.core, self.rng, self.n = core, rng, n
         self.bank_size, self.bank = layout_bank, None
         self.bank_curriculum: tuple | None = None
         """the core's :data:`CURRICULUM` attributes the bank was drawn under"""

@@ -67,15 +67,16 @@ from agents.nets import build_net
 from agents.neural import resolve_device
 from agents.trainers.hide_and_seek.episodes import DeviceEpisodes, HostEpisodes
 from agents.trainers.hide_and_seek.shaping import Shaping
-from agents.trainers.ppo_core import PPOSettings, Samples, gae, masked_logits, masked_sample, ppo_update
+from agents.trainers.ppo_core import PPOSettings, Rollout, masked_logits, masked_sample, ppo_update
+from envs.hide_and_seek.config import HideAndSeekConfig, HideAndSeekV1Config
 from envs.hide_and_seek.core import HideAndSeekCore
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
+from envs.hide_and_seek.device.core import TorchHideAndSeekCore
 from envs.hide_and_seek.device.core_v1 import TorchHideAndSeekV1Core
 from envs.hide_and_seek.rules import NUM_ACTIONS, ROLES
 
 log = logging.getLogger(__name__)
 
-ENV_ID = "hide_and_seek-v0"
 ENV_IDS = ("hide_and_seek-v0", "hide_and_seek-v1")
 CRITICS = ("local", "central")
 StateDict = dict[str, torch.Tensor]
@@ -167,23 +168,28 @@ class HideAndSeekPPOConfig(PPOSettings):
                     or self.ramp_use_bonus)
 
 
-def make_core(
-    cfg: HideAndSeekPPOConfig, n: int, standard: bool = False, device: torch.device | None = None,
-) -> HideAndSeekCore | TorchHideAndSeekV1Core:
-    """A numpy core of ``n`` episodes on ``cfg``'s training layouts (``standard``: the env's
-    registered defaults, v0's 15x15 rooms or v1's 9x9 quadrant); v1 with a ``device``: its
-    torch core there (training layouts)."""
+def env_config(cfg: HideAndSeekPPOConfig, standard: bool = False) -> HideAndSeekConfig:
+    """The env settings of ``cfg``'s training layouts (``standard``: the registered env's, v0's
+    15x15 rooms or v1's 9x9 quadrant)."""
     if cfg.env_id not in ENV_IDS:
         raise ValueError(f"env_id must be one of {ENV_IDS}, got {cfg.env_id!r}")
     if cfg.env_id == "hide_and_seek-v1":
-        layout = {"size": cfg.size, "n_doors": cfg.n_doors, "layout": cfg.layout, "box_by_door": cfg.box_by_door}
-        if device is not None:
-            return TorchHideAndSeekV1Core(n, device=device, **layout)
-        return HideAndSeekV1Core(n) if standard else HideAndSeekV1Core(n, **layout)
-    if standard:
-        return HideAndSeekCore(n)
-    return HideAndSeekCore(n, size=cfg.size, n_doors=cfg.n_doors, box_by_door=cfg.box_by_door,
-                           seekers_by_door=cfg.seekers_by_door)
+        return HideAndSeekV1Config() if standard else HideAndSeekV1Config(
+            size=cfg.size, n_doors=cfg.n_doors, layout=cfg.layout, box_by_door=cfg.box_by_door)
+    return HideAndSeekConfig() if standard else HideAndSeekConfig(
+        size=cfg.size, n_doors=cfg.n_doors, box_by_door=cfg.box_by_door, seekers_by_door=cfg.seekers_by_door)
+
+
+def make_core(
+    cfg: HideAndSeekPPOConfig, n: int, standard: bool = False, device: torch.device | None = None,
+) -> HideAndSeekCore | TorchHideAndSeekCore:
+    """A core of ``n`` episodes on :func:`env_config`'s settings: numpy, or with a ``device`` the
+    torch core there."""
+    config = env_config(cfg, standard)
+    v1 = isinstance(config, HideAndSeekV1Config)
+    if device is not None:
+        return (TorchHideAndSeekV1Core if v1 else TorchHideAndSeekCore)(n, config, device=device)
+    return (HideAndSeekV1Core if v1 else HideAndSeekCore)(n, config)
 
 
 def team_rewards(rewards: np.ndarray) -> np.ndarray:
@@ -221,19 +227,6 @@ class UpdateStats:
     seconds: float
 
 
-@dataclass
-class Rollout:
-    """One team's samples of one update, time-major ``(steps, n_envs, 2, ...)``."""
-
-    obs: torch.Tensor
-    mask: torch.Tensor
-    act: torch.Tensor
-    logp: torch.Tensor
-    val: torch.Tensor
-    rew: torch.Tensor
-    live: torch.Tensor  # (n_envs,) bool: this team learns in that env
-
-
 class HideAndSeekPPO:
     """Trains one hider and one seeker network by PPO self-play on ``HideAndSeekCore``.
 
@@ -246,18 +239,11 @@ class HideAndSeekPPO:
         torch.manual_seed(cfg.seed)
         self.device = resolve_device(cfg.device)
         self.rng = np.random.default_rng(cfg.seed)
-        layout = {"size": cfg.size, "n_doors": cfg.n_doors, "box_by_door": cfg.box_by_door,
-                  "seekers_by_door": cfg.seekers_by_door}
-        on_device = self.device.type != "cpu" or cfg.torch_core
-        if cfg.env_id != ENV_ID and on_device:
+        if self.device.type != "cpu" or cfg.torch_core:
             core = make_core(cfg, cfg.num_envs, device=self.device)
-            self.envs = DeviceEpisodes(cfg.num_envs, self.device, cfg.layout_bank, self.rng, core=core)
-        elif cfg.env_id != ENV_ID:
-            self.envs = HostEpisodes(cfg.num_envs, self.rng, make_core(cfg, cfg.num_envs), self.device)
-        elif on_device:
-            self.envs = DeviceEpisodes(cfg.num_envs, self.device, cfg.layout_bank, self.rng, **layout)
+            self.envs = DeviceEpisodes(cfg.num_envs, self.device, cfg.layout_bank, self.rng, core)
         else:
-            self.envs = HostEpisodes(cfg.num_envs, self.rng, **layout)
+            self.envs = HostEpisodes(cfg.num_envs, self.rng, make_core(cfg, cfg.num_envs), self.device)
         self.core = self.envs.core
         self.obs_dim = self.core.obs_dim
         self.shaping = Shaping(cfg, self.core)
@@ -369,19 +355,16 @@ class HideAndSeekPPO:
         obs, mask = self.envs.reset()
         plan = self._opponent_plan()
         first = {"hider": 0, "seeker": prep}  # seekers decide nothing during preparation
-        buf = {}
+        buf = {}  # each team's samples, (steps, n_envs, 2, ...): whole episodes, nothing to bootstrap
         for role in ROLES:
             t_len = steps - first[role]
-            live = torch.ones(n, dtype=torch.bool, device=dev)
-            if plan[role] is not None:
-                live[plan[role][0]] = False
             buf[role] = Rollout(
                 obs=torch.zeros((t_len, n, 2, self.obs_dim + self.critic_dim), device=dev),
                 mask=torch.zeros((t_len, n, 2, NUM_ACTIONS), dtype=torch.bool, device=dev),
                 act=torch.zeros((t_len, n, 2), dtype=torch.long, device=dev),
                 logp=torch.zeros((t_len, n, 2), device=dev),
                 val=torch.zeros((t_len, n, 2), device=dev),
-                rew=torch.zeros((t_len, n, 2), device=dev), live=live,
+                rew=torch.zeros((t_len, n, 2), device=dev),
             )
         returns = torch.zeros(n, device=dev)
         self.shaping.start(dev)
@@ -446,9 +429,9 @@ class HideAndSeekPPO:
 
     def _optimise(self, role: str, b: Rollout) -> tuple[float, float, float]:
         """PPO epochs (:func:`agents.trainers.ppo_core.ppo_update`) on ``role``'s samples from
-        the envs where it learns; GAE over whole episodes (nothing is bootstrapped)."""
-        cfg = self.cfg
-        adv = gae(b.rew, b.val, None, None, cfg.gamma, cfg.gae_lambda)
-        live = b.live[None, :, None].expand_as(b.act).reshape(-1)
-        flat = [x.reshape(-1, *x.shape[3:])[live] for x in (b.obs, b.mask, b.act, b.logp, adv, adv + b.val)]
-        return ppo_update(self.models[role], self.optims[role], Samples(*flat), cfg, self.gen)
+        the envs where it learns (not those where a past generation played it)."""
+        live = torch.ones(b.act.shape[1], dtype=torch.bool, device=b.act.device)
+        if self.last_plan[role] is not None:
+            live[self.last_plan[role][0]] = False
+        samples = b.samples(self.cfg.gamma, self.cfg.gae_lambda, keep=live[None, :, None])
+        return ppo_update(self.models[role], self.optims[role], samples, self.cfg, self.gen)

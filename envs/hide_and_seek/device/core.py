@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from envs.hide_and_seek import layouts as grid
+from envs.hide_and_seek.config import HideAndSeekConfig
 from envs.hide_and_seek.core import HideAndSeekCore
 from envs.hide_and_seek.device.view import TorchPerception
 from envs.hide_and_seek.layouts import Layout
@@ -62,7 +63,7 @@ class LayoutBank:
         )
 
 
-_CONSTANTS = ("size", "n_hiders", "n_seekers", "n_agents", "n_boxes", "team", "max_steps",
+_CONSTANTS = ("config", "size", "n_hiders", "n_seekers", "n_agents", "n_boxes", "team", "max_steps",
               "prep_steps", "vision_radius", "view_size", "n_doors", "box_by_door",
               "seekers_by_door", "obs_dim", "_in_range", "_between")
 
@@ -70,7 +71,7 @@ _CONSTANTS = ("size", "n_hiders", "n_seekers", "n_agents", "n_boxes", "team", "m
 class TorchHideAndSeekCore(TorchPerception):
     """Steps ``n_envs`` hide-and-seek episodes at once on ``device``.
 
-    Takes :class:`HideAndSeekCore`'s keyword arguments (validated by it) plus ``device``.
+    Takes :class:`HideAndSeekCore`'s config (validated by it) plus ``device``.
     Masks, sight and observations come from :class:`~envs.hide_and_seek.device.view.TorchPerception`.
     State tensors have the numpy core's names and meanings; all are int64 except
     ``walls``, ``seen`` and ``_prep_doors`` (bool). Call :meth:`reset` first.
@@ -79,8 +80,9 @@ class TorchHideAndSeekCore(TorchPerception):
     _reference: type[HideAndSeekCore] = HideAndSeekCore  # the numpy core this one mirrors
     _constants: tuple[str, ...] = _CONSTANTS
 
-    def __init__(self, n_envs: int = 1, *, device: str | torch.device = "cpu", **kwargs) -> None:
-        ref = self._reference(1, **kwargs)  # validates; the rules' constants come from it
+    def __init__(self, n_envs: int = 1, config: HideAndSeekConfig | None = None, *,
+                 device: str | torch.device = "cpu") -> None:
+        ref = self._reference(1, config)  # validates; the rules' constants come from it
         for name in self._constants:
             setattr(self, name, getattr(ref, name))
         self._host = ref  # a one-env numpy core, for host-side helpers (layout draws)

@@ -45,7 +45,7 @@ class LayoutBankV1(LayoutBank):
 class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
     """Steps ``n_envs`` ``hide_and_seek-v1`` episodes at once on ``device``.
 
-    Takes :class:`HideAndSeekV1Core`'s keyword arguments plus ``device``; extra state
+    Takes :class:`HideAndSeekV1Core`'s config plus ``device``; extra state
     tensors (``room``, ``vaulted``, ``seen_steps``, ``ramp_used``) as in the numpy core.
     """
 
