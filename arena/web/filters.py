@@ -6,6 +6,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+# CommonMark plus tables, raw HTML off (it is shown escaped, as text); markdown-it refuses
+# javascript:, vbscript:, file: and data: links by itself. Remote images stay blocked by
+# the pages' Content-Security-Policy (img-src 'self').
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+
 
 def num(value: float | None, digits: int = 2) -> str:
     """A number with ``digits`` decimals; an em dash for missing values."""
@@ -66,7 +74,12 @@ def heat(value: float | None) -> str:
     return f"background: hsl({hue} {saturation}% {lightness}%); color: #111"
 
 
+def markdown(text: str | None) -> Markup:
+    """Markdown written by a user (a competition's rules) as safe HTML: any HTML in it is escaped."""
+    return Markup(_MARKDOWN.render(text or ""))
+
+
 FILTERS: dict[str, Callable[..., str]] = {
     "num": num, "pct": pct, "rank_range": rank_range, "when": when, "heat": heat, "steps": steps,
-    "probe_text": probe_text,
+    "probe_text": probe_text, "markdown": markdown,
 }

@@ -48,6 +48,7 @@ from arena.read.replays import view_replay
 from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
 from arena.web.accounts import add_account_routes
+from arena.web.competitions import add_competition_routes
 from arena.web.filters import FILTERS
 from envs.errors import UnknownEnv
 from envs.registry import get_spec, list_envs
@@ -131,6 +132,7 @@ def web_router() -> APIRouter:
         return page(request, "not_found.html", status_code=404, title="Not found", what=what)
 
     add_account_routes(router, page)
+    add_competition_routes(router, page, not_found, app_sessions)
 
     @router.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index(request: Request, session: SessionDep) -> HTMLResponse:

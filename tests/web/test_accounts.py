@@ -30,7 +30,8 @@ PASSWORD = "correct horse battery"
 API = "/api/v1"
 
 
-def _services(tmp_path: Path, redis_url: str, **limits: int) -> Iterator[Services]:
+def fresh_services(tmp_path: Path, redis_url: str, **limits: int) -> Iterator[Services]:
+    """The services of a new SQLite arena (tictactoe, builtin ``random``) over ``redis_url``."""
     database_url = f"sqlite+pysqlite:///{tmp_path / 'arena.sqlite3'}"
     upgrade(database_url)
     settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "data", database_url=database_url,
@@ -42,7 +43,7 @@ def _services(tmp_path: Path, redis_url: str, **limits: int) -> Iterator[Service
 
 @pytest.fixture
 def services(tmp_path: Path, redis_url: str) -> Iterator[Services]:
-    yield from _services(tmp_path, redis_url)
+    yield from fresh_services(tmp_path, redis_url)
 
 
 @pytest.fixture
@@ -207,7 +208,7 @@ def test_a_cli_user_signs_in_with_its_token_then_sets_a_password(client: TestCli
 
 
 def test_sign_in_attempts_are_rate_limited(tmp_path: Path, redis_url: str) -> None:
-    for services in _services(tmp_path, redis_url, client_writes_per_minute=3):
+    for services in fresh_services(tmp_path, redis_url, client_writes_per_minute=3):
         with TestClient(create_app(services)) as client:
             token = form_token(client.get("/signin").text)
             codes = []

@@ -80,7 +80,7 @@ def test_viewer_draws_the_grid_and_the_slider_changes_the_frame(page: object, se
     # Play runs the steps forward; pause stops them.
     page.click("#btn-first")
     page.click("#btn-play")
-    page.wait_for_function("document.getElementById('scrub').value >= 3")
+    page.wait_for_function("() => document.getElementById('scrub').value >= 3")  # a function: the CSP forbids eval
     page.click("#btn-play")
     stopped = page.locator("#scrub").input_value()
     page.wait_for_timeout(600)

@@ -80,7 +80,7 @@ def test_timeline_json_and_unknown_league(client: TestClient, seeded: HideAndSee
 def test_hide_and_seek_match_page_embeds_the_grid_frames(client: TestClient, seeded: HideAndSeekArena) -> None:
     match_id = seeded.match_ids[0]
     html = client.get(f"/matches/{match_id}").text
-    assert '<script src="/static/hide_and_seek.js" defer></script>' in html
+    assert re.search(r'<script nonce="[^"]+" src="/static/hide_and_seek.js" defer></script>', html)
     frames = json.loads(re.search(r'<script type="application/json" id="frames-data">(.*?)</script>',
                                   html, re.DOTALL).group(1))
     assert frames == client.get(f"/api/v1/matches/{match_id}/frames").json()

@@ -27,6 +27,7 @@ from arena.storage.wiring import Services, open_services
 from tests.api.helpers import RAISED_LIMITS, seed_ladder
 from tests.connected.test_people import wait_for_match
 from tests.web.test_browser import TIMEOUT_MS, sync_api  # noqa: F401 - skips without chromium/playwright
+from tests.web.test_csp_browser import sign_up_in_browser
 
 pytestmark = pytest.mark.browser
 
@@ -118,8 +119,8 @@ def test_a_person_plays_a_whole_game_of_tictactoe_in_the_browser(page: object, p
     assert (human.status, human.status_reason) == ("retired", GUEST_DONE)
 
     # The page drew the final position from the recorded match: the same pieces as the replay.
-    page.wait_for_function(f"document.querySelectorAll('#play-board .cell.p1, #play-board .cell.p2').length"
-                           f" === {len(stored.actions)}", timeout=TIMEOUT_MS)
+    page.wait_for_function("(n) => document.querySelectorAll('#play-board .cell.p1, #play-board .cell.p2').length"
+                           " === n", arg=len(stored.actions), timeout=TIMEOUT_MS)
     with urllib.request.urlopen(f"{server}/api/v1/matches/{match_id}/frames") as response:
         frames = json.loads(response.read())
     assert frames["kind"] == "board" and len(frames["frames"]) == len(stored.actions) + 1
@@ -135,12 +136,7 @@ def test_a_person_plays_a_whole_game_of_tictactoe_in_the_browser(page: object, p
 
 def test_a_signed_in_person_plays_through_the_session_without_a_token(page: object, play_server: PlayServer) -> None:
     server, services = play_server.url, play_server.services
-    page.goto(f"{server}/signup")
-    page.fill("#signup-name", "hopper")
-    page.fill("#signup-password", "a long enough password")
-    page.fill("#signup-password2", "a long enough password")
-    page.click("#signup-submit")
-    page.wait_for_url(f"{server}/account?welcome=1")
+    sign_up_in_browser(page, server, "hopper")
 
     page.goto(f"{server}/play/{play_server.agent_id}")
     assert page.locator("#play-token").count() == 0  # signed in: no token field
