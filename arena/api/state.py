@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from arena.api.limits import Limits
+from arena.core.limits import Limits
 from arena.core.errors import TooManyRequests
 from arena.evaluation.fingerprints import FingerprintStore
 from arena.read.boards import BoardCache, VersionedCache
@@ -180,7 +180,7 @@ class ApiState:
         downloads: Match-log downloads streaming at once.
         fingerprints: Clone fingerprints of snapshots (a bounded LRU in front of Redis).
         fresh_s: How old served data may be (``ARENA_PAGE_CACHE_S``).
-        limits: Rate limits and quotas (:mod:`arena.api.limits`).
+        limits: Rate limits and quotas (:mod:`arena.core.limits`).
         newest_match_seq: The newest match seq a read has returned. Every match with
             a smaller seq is committed already (seq order is commit order, see
             :mod:`arena.storage.db.repositories.matches`), so a page of the log before it is

@@ -36,6 +36,7 @@ from arena.core.agent_status import AgentStatus
 from arena.core.errors import Conflict, InvalidParameter
 from arena.engine.plan import plan_matches
 from arena.ladder.dispatch import CONNECTED_KINDS
+from arena.ladder.work_queue import DONE, FAILED, PLAYING, QUEUED, WorkQueue
 from arena.snapshots.keys import RedisKeys
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
@@ -45,9 +46,8 @@ from envs.spec import EnvSpec
 
 log = logging.getLogger(__name__)
 
-QUEUED, PLAYING, DONE, FAILED = "queued", "playing", "done", "failed"
-KEEP_FINISHED_S = 7 * 86_400
-"""A done or failed challenge's record is kept this long (its matches stay in the log)."""
+__all__ = ["DONE", "FAILED", "PLAYING", "QUEUED", "ChallengeRequest", "ChallengeState", "challenge_queue",
+           "check_agents", "load_challenge", "plan_challenge", "queue_challenge"]
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class ChallengeRequest:
         rated: Recorded through the ladder's ratings (admins only).
         jobs: ``(match id, seed, agent id per team)`` of every match, fixed when it was queued.
         created: Unix seconds it was queued.
-        holds: In-flight counters (:meth:`arena.api.limits.Limits.challenge`) to give
+        holds: In-flight counters (:meth:`arena.core.limits.Limits.challenge`) to give
             back when it is done or failed.
     """
 
@@ -187,15 +187,17 @@ def plan_challenge(services: Services, user: str, env_id: str, agent_ids: list[i
                             rated=rated, jobs=jobs, created=time.time())
 
 
+def challenge_queue(client: redis.Redis, keys: RedisKeys, **options: float) -> WorkQueue:
+    """The durable queue of challenges (:mod:`arena.ladder.work_queue`); ``options``: its
+    ``stale_s`` and ``max_attempts``."""
+    return WorkQueue(client, keys.challenge, keys.challenge_queue(), keys.challenges_open(), **options)
+
+
 def queue_challenge(services: Services, request: ChallengeRequest) -> None:
     """Store ``request``'s record (``queued``) and queue it for the background service."""
-    keys = services.pool.keys
     pipe = services.redis.pipeline(transaction=True)
-    pipe.hset(keys.challenge(request.id), mapping={
-        "request": request.to_json(), "status": QUEUED, "heartbeat": request.created, "owner": "",
-        "attempts": 0, "recorded": 0, "error": "", "finished": 0})
-    pipe.sadd(keys.challenges_open(), request.id)
-    pipe.rpush(keys.challenge_queue(), request.id)
+    challenge_queue(services.redis, services.pool.keys).put(pipe, request.id, request.to_json(), request.created,
+                                                            recorded=0)
     pipe.execute()
     log.info("%s queued challenge %s: %d %s %s match(es) between %s", request.user, request.id,
              len(request.jobs), "rated" if request.rated else "unrated", request.env_id, list(request.agent_ids))

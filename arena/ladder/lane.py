@@ -60,6 +60,7 @@ class ConnectedLane:
     def __init__(self, services: Services, ladder_threads: int = 4, human_threads: int = 16,
                  challenge_threads: int = 2) -> None:
         self.services = services
+        self.human_threads = human_threads
         self.challenge_threads = challenge_threads
         self._ladders = ThreadPoolExecutor(ladder_threads, thread_name_prefix="connected-lane")
         self._humans = ThreadPoolExecutor(human_threads, thread_name_prefix="human-match")

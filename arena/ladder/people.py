@@ -13,13 +13,21 @@ The API process never plays a match. ``POST /api/v1/agents/{id}/play`` calls
 3. stores a play token, a random secret that lets a WebSocket ``hello`` connect as
    that human agent and no other (:func:`play_token_agent`) until the match ends (for
    :data:`PLAY_TOKEN_TTL_S` at most);
-4. pushes a :class:`PlayRequest` onto a Redis list.
+4. queues a :class:`PlayRequest` on the durable queue of people's games
+   (:mod:`arena.ladder.work_queue`, the one challenges use), with the token, in one
+   Redis transaction.
 
-The background service's :class:`HumanMatchQueue` pops the request and plays the match
-in the :class:`~arena.ladder.lane.ConnectedLane`, which stores it unrated: a person's
-result never moves an agent's rating. The person's client has the human clock
-(:data:`arena.connected.time_controls.HUMAN`): a client that never connects forfeits
-with ``disconnected`` after its grace.
+The background service's :class:`HumanMatchQueue` claims the request (an owner and a
+heartbeat) and plays the match in the :class:`~arena.ladder.lane.ConnectedLane`, which
+stores it unrated: a person's result never moves an agent's rating. The person's
+client has the human clock (:data:`arena.connected.time_controls.HUMAN`): a client
+that never connects forfeits with ``disconnected`` after its grace. A service that
+dies with the game claimed leaves it to the next (its heartbeat lapses, the sweep
+queues it again, the person's client connects again with the same token); a match
+already recorded is not played again. When the game is done or failed (not started
+within :data:`START_WITHIN_S` of being queued, started :data:`~arena.ladder.work_queue.MAX_ATTEMPTS`
+times), exactly once, its open-game counts are given back, its play token ends and a
+guest's agent retires (the retention prunes retired guests: :mod:`arena.ladder.retention`).
 """
 
 from __future__ import annotations
@@ -28,7 +36,6 @@ import hashlib
 import json
 import logging
 import secrets
-import threading
 import time
 import uuid
 from concurrent.futures import Future
@@ -38,14 +45,16 @@ import redis
 
 from arena.core.agent_status import ACTIVE, AgentStatus
 from arena.core.errors import Conflict, Forbidden, InvalidParameter, TooManyRequests
+from arena.core.limits import IN_FLIGHT_TTL_S, give_back_holds, hold_key
 from arena.engine import MatchJob
 from arena.ladder.dispatch import CONNECTED_KINDS, agent_source
 from arena.ladder.lane import ConnectedLane
 from arena.ladder.registration import register_connected_agent
+from arena.ladder.work_queue import HEARTBEAT_S, STALE_S, SWEEP_S, Claim, QueueWorker, WorkQueue, finished_future
 from arena.snapshots.keys import RedisKeys
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
-from envs.errors import UnknownAgent
+from envs.errors import ArenaError, UnknownAgent
 
 log = logging.getLogger(__name__)
 
@@ -54,21 +63,15 @@ PLAYABLE_ENVS = ("connect_four-v3", "tictactoe-v3", "rps-v2")
 PLAY_TOKEN_TTL_S = 3600
 """The longest a play token lets its WebSocket connect (it ends with its match)."""
 START_WITHIN_S = 120.0
-"""A play request the service has not started within this long is dropped (its page gave up)."""
+"""A play request the service has not started within this long of being queued is dropped
+(its page gave up)."""
 OPEN_GAMES = 3
 """Games a signed-in user, or an address playing as guests, may have open at once."""
-OPEN_GAMES_TTL_S = 3600
-"""An open game's count outlives a crashed service by at most this long (a game of
+OPEN_GAMES_TTL_S = IN_FLIGHT_TTL_S
+"""An open game's count outlives its Redis record by at most this long (a game of
 connect four at the human clock lasts under half an hour)."""
 OPEN_GAMES_NAME = "open-games"
 GUEST_DONE = "a guest's one game is over"
-
-# Un-count atomically, and leave no key behind at zero.
-_GIVE_BACK = """
-local left = redis.call('DECR', KEYS[1])
-if left <= 0 then redis.call('DEL', KEYS[1]) end
-return left
-"""
 
 
 @dataclass(frozen=True)
@@ -188,10 +191,10 @@ def open_game(services: Services, agent_id: int, person: Person, seat: int | Non
             guest=person.user_id is None, holds=holds, created=time.time(), token_sha256=token_sha256(token))
         pipe = services.redis.pipeline(transaction=True)
         pipe.set(keys.play_token(request.token_sha256), str(human.id), ex=PLAY_TOKEN_TTL_S)
-        pipe.rpush(keys.human_matches(), request.to_json())
+        people_queue(services.redis, keys).put(pipe, request.match_id, request.to_json(), request.created)
         pipe.execute()
     except BaseException:
-        give_back(services.redis, holds)
+        give_back_holds(services.redis, holds)
         raise
     log.info("%s opened a game against agent %d (%s), match %s", human.name, agent.id, agent.env_id,
              request.match_id, extra={"agent_id": agent.id, "match_id": request.match_id})
@@ -241,106 +244,66 @@ def _take_holds(client: redis.Redis, keys: RedisKeys, person: Person, env_id: st
     try:
         for subject, limit in wanted:
             key = keys.busy(OPEN_GAMES_NAME, subject)
-            pipe = client.pipeline(transaction=True)
-            pipe.incr(key)
-            pipe.expire(key, OPEN_GAMES_TTL_S)
-            count = int(pipe.execute()[0])
-            taken.append(key)
-            if count > limit:
+            if not hold_key(client, key, limit, OPEN_GAMES_TTL_S):
                 where = f" of {env_id}" if subject.endswith(env_id) else ""
                 raise TooManyRequests(f"too many open games: at most {limit}{where} at a time; finish one "
                                       "(or let it time out) first", 30)
+            taken.append(key)
     except BaseException:
-        give_back(client, tuple(taken))
+        give_back_holds(client, taken)
         raise
     return tuple(taken)
 
 
-def give_back(client: redis.Redis, holds: tuple[str, ...]) -> None:
-    """Un-count the open games ``holds`` (the game ended, or never started)."""
-    try:
-        script = client.register_script(_GIVE_BACK)
-        for key in holds:
-            script(keys=[key])
-    except redis.RedisError as exc:
-        log.warning("could not give back open-game counts %s (%s); they expire", holds, exc)
+def people_queue(client: redis.Redis, keys: RedisKeys, **options: float) -> WorkQueue:
+    """The durable queue of people's games (:mod:`arena.ladder.work_queue`); ``options``: its
+    ``stale_s`` and ``max_attempts``."""
+    return WorkQueue(client, keys.human_match, keys.human_matches(), keys.human_matches_open(), **options)
 
 
-class HumanMatchQueue:
-    """The background service's consumer of play requests: one small thread.
+class HumanMatchQueue(QueueWorker):
+    """The background service's consumer of people's games: one small thread claims them,
+    the lane's human threads play them.
 
     Args:
         services: Database and Redis.
         lane: Where the matches are played (and stored, unrated).
-        poll_s: Longest block on the Redis list before looking at the stop flag.
+        poll_s: Longest wait for a queued game before heartbeats and sweeps.
+        stale_s / heartbeat_s / sweep_s: The queue's timings (:mod:`arena.ladder.work_queue`).
     """
 
-    def __init__(self, services: Services, lane: ConnectedLane, poll_s: float = 1.0) -> None:
+    def __init__(self, services: Services, lane: ConnectedLane, poll_s: float = 1.0, *, stale_s: float = STALE_S,
+                 heartbeat_s: float = HEARTBEAT_S, sweep_s: float = SWEEP_S) -> None:
+        super().__init__(people_queue(services.redis, services.pool.keys, stale_s=stale_s), lane.human_threads,
+                         "person's game", poll_s=poll_s, heartbeat_s=heartbeat_s, sweep_s=sweep_s)
         self.services = services
         self.lane = lane
-        self.poll_s = poll_s
         self.keys = services.pool.keys
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> HumanMatchQueue:
-        self._thread = threading.Thread(target=self._run, name="human-matches", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.take(self.poll_s)
-            except Exception:
-                log.exception("could not start a person's match; going on")
-                self._stop.wait(1.0)
-
-    def take(self, timeout_s: float) -> Future | None:
-        """Start the next queued request, waiting up to ``timeout_s`` for one (0: don't wait)."""
-        key = self.keys.human_matches()
-        if timeout_s > 0:
-            got = self.services.redis.blpop([key], timeout=timeout_s)
-            raw = None if got is None else got[1]
-        else:
-            raw = self.services.redis.lpop(key)
-        if raw is None:
-            return None
-        request = PlayRequest.from_json(raw)
-        if time.time() - request.created > START_WITHIN_S:
-            log.warning("dropping match %s: queued for over %.0f s", request.match_id, START_WITHIN_S)
-            self._finished(request)
-            return None
-        try:
-            return self.start_match(request)
-        except BaseException:
-            self._finished(request)
-            raise
-
-    def start_match(self, request: PlayRequest) -> Future:
-        """Play ``request``'s match in the lane; the future holds its record."""
+    def begin(self, claim: Claim) -> Future:
+        """Play the game's match in the lane (the future holds its record), unless it waited
+        too long (it fails) or is recorded already (it is done)."""
+        request = PlayRequest.from_json(claim.record["request"])
+        if time.time() - (claim.queued_at or request.created) > START_WITHIN_S:
+            raise ArenaError(f"not started within {START_WITHIN_S:.0f} s of being queued; its page gave up")
         with self.services.sessions() as session:
+            if repo.existing_match_ids(session, [request.match_id]):
+                return finished_future()  # its service died after recording it
             found = repo.get_agents(session, [request.agent_id, request.human_agent_id])
         agent, human = found[request.agent_id], found[request.human_agent_id]
         seats = (human.key, agent.key) if request.seat == 0 else (agent.key, human.key)
         job = MatchJob(seed=request.seed, agents=seats, match_id=request.match_id)
         sources = {a.key: agent_source(a) for a in (agent, human)}
-        future = self.lane.play_human(request.env_id, job, sources, {a.key: a.id for a in (agent, human)})
-        future.add_done_callback(lambda _: self._finished(request))
-        return future
+        return self.lane.play_human(request.env_id, job, sources, {a.key: a.id for a in (agent, human)})
 
-    def _finished(self, request: PlayRequest) -> None:
+    def ended(self, claim: Claim, status: str, error: str) -> None:
         """Give the open game back and end its play token; a guest's agent retires after its one game."""
+        request = PlayRequest.from_json(claim.record["request"])
         try:
             self.services.redis.delete(self.keys.play_token(request.token_sha256))
         except redis.RedisError:
             log.warning("could not end the play token of match %s; it expires", request.match_id)
-        give_back(self.services.redis, request.holds)
+        give_back_holds(self.services.redis, request.holds)
         if request.guest:
             try:
                 self.services.sessions.write_transaction(

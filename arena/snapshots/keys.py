@@ -20,8 +20,12 @@ Layout (``prefix`` is ``"arena"`` in the service; tests use a unique prefix each
                                          unless its API process refreshes it)
     {prefix}:conn:seen:{agent}   STRING  unix seconds it was last connected
     {prefix}:conn:events:{agent} LIST    finished-match results for its connection
-    {prefix}:people:matches      LIST    people's play requests (JSON) waiting for the
-                                         background service to start their matches
+    {prefix}:people:game:{id}    HASH    one person's game (a durable queue's record, as a
+                                         challenge's: request, status, heartbeat, owner,
+                                         attempts, error, finished, queued)
+    {prefix}:people:matches      LIST    ids of people's games waiting for the background
+                                         service to start them
+    {prefix}:people:open         SET     ids of people's games queued or being played
     {prefix}:people:token:{sha256}
                                  STRING  the human agent id a play token may connect
                                          as (expires; keyed by the token's sha256)
@@ -156,9 +160,17 @@ class RedisKeys:
         """``SCAN MATCH`` pattern of every key in this namespace (prefix is glob-safe)."""
         return f"{self.prefix}:*"
 
+    def human_match(self, match_id: str) -> str:
+        """HASH of one person's game (:mod:`arena.ladder.people`, a :mod:`arena.ladder.work_queue` record)."""
+        return f"{self.prefix}:people:game:{_limit_part(match_id)}"
+
     def human_matches(self) -> str:
-        """LIST of people's play requests, popped by the background service."""
+        """LIST of the ids of people's queued games, popped by the background service."""
         return f"{self.prefix}:people:matches"
+
+    def human_matches_open(self) -> str:
+        """SET of the ids of people's games queued or being played."""
+        return f"{self.prefix}:people:open"
 
     def play_token(self, token_sha256: str) -> str:
         """STRING: the human agent a play token (given by its sha256) may connect as."""

@@ -2,7 +2,7 @@
 
 Form posts carry a CSRF token and must come from this site (:mod:`arena.api.browser`);
 sign-ups count against the sign-up limits and sign-in attempts against the anonymous
-write limits (:mod:`arena.api.limits`), both per client address. A refused form is
+write limits (:mod:`arena.core.limits`), both per client address. A refused form is
 shown again with what to fix; nothing is written. The account page shows an API token
 only once, right after it is made (only its hash is stored), and making one revokes
 the user's others: the CLI's token flow (``POST /api/v1/users``) is unchanged.

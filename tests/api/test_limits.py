@@ -12,7 +12,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from arena.api.limits import Limits
+from arena.core.limits import Limits
 from arena.core.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.redis_server import free_port

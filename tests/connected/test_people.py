@@ -3,6 +3,8 @@ service's human-match queue, and the humans board (people rated, agents' ratings
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import httpx
@@ -18,23 +20,28 @@ from arena.engine import MatchEngine, MatchJob
 from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.ladder.lane import ConnectedLane
 from arena.ladder.people import (
+    GUEST_DONE,
     OPEN_GAMES,
     OPEN_GAMES_NAME,
     START_WITHIN_S,
     HumanMatchQueue,
     PlayRequest,
+    people_queue,
     play_token_agent,
     token_sha256,
 )
 from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import ladder_rating_env, register_builtin_agents, register_connected_agent
+from arena.ladder.work_queue import MAX_ATTEMPTS
 from arena.read.humans import humans_board
 from arena.runners import InProcessRunner
 from arena.storage.db import repositories as repo
+from envs.errors import ArenaError
 from envs.registry import get_spec
 from league.ratings.closed_form import rate_1v1_fast
 from league.ratings.rating import Rating, RatingEnv
 from tests.api.helpers import seed_ladder
+from tests.client.live import REPO_ROOT
 
 ENV = "tictactoe-v3"
 API = "/api/v1"
@@ -226,18 +233,105 @@ def test_guests_open_at_most_a_few_games_per_address_and_play_tokens_play_only_t
     assert httpx.get(f"{live.url}{API}/envs/{ENV}/humans").json() == {"env": ENV, "count": 0, "data": []}
 
 
-def test_a_request_the_service_did_not_start_in_time_is_dropped_and_gives_its_game_back(live):
+def _queue_game(services, match_id: str, hold: str, token: str, queued: float, guest_id: int = 2) -> None:
+    """A person's game as ``open_game`` queues it (its hold counted, its token live), queued at ``queued``."""
+    keys = services.pool.keys
+    services.redis.incr(hold)
+    services.redis.set(keys.play_token(token_sha256(token)), guest_id)
+    request = PlayRequest(match_id=match_id, env_id=ENV, agent_id=1, human_agent_id=guest_id, seat=0, seed=1,
+                          guest=True, holds=(hold,), created=queued, token_sha256=token_sha256(token))
+    pipe = services.redis.pipeline(transaction=True)
+    people_queue(services.redis, keys).put(pipe, match_id, request.to_json(), queued)
+    pipe.execute()
+
+
+def test_a_game_not_started_in_time_or_started_too_often_fails_and_gives_its_slot_back(live):
     services, keys = live.services, live.services.pool.keys
-    hold, token = keys.busy(OPEN_GAMES_NAME, "user:7"), "a-play-token"
-    services.redis.set(hold, 1)
-    services.redis.set(keys.play_token(token_sha256(token)), 1)
-    stale = PlayRequest(match_id="m-stale", env_id=ENV, agent_id=1, human_agent_id=2, seat=0, seed=1, guest=False,
-                        holds=(hold,), created=time.time() - START_WITHIN_S - 1, token_sha256=token_sha256(token))
-    services.redis.rpush(keys.human_matches(), stale.to_json())
+    guest = services.sessions.write_transaction(
+        lambda s: register_connected_agent(s, ENV, "guest-00000001", None, None, kind="human")[0], what="a guest")
+    hold = keys.busy(OPEN_GAMES_NAME, "address:10.0.0.1")
+    _queue_game(services, "m-stale", hold, "token-stale", time.time() - START_WITHIN_S - 1, guest.id)
+    _queue_game(services, "m-doomed", hold, "token-doomed", time.time(), guest.id)
+    services.redis.hset(keys.human_match("m-doomed"), "attempts", MAX_ATTEMPTS)  # its service died thrice
+    assert services.redis.get(hold) == b"2"
     lane = ConnectedLane(services)
     try:
-        assert HumanMatchQueue(services, lane).take(0) is None  # not played: its page gave up long ago
+        queue = HumanMatchQueue(services, lane)
+        stale, doomed = queue.take(), queue.take()
+        assert queue.take() is None
     finally:
         lane.close()
-    assert services.redis.get(hold) is None and services.redis.llen(keys.human_matches()) == 0
-    assert play_token_agent(services.redis, keys, token) is None
+    with pytest.raises(ArenaError, match="its page gave up"):
+        stale.result(timeout=10)
+    with pytest.raises(ArenaError, match=f"{MAX_ATTEMPTS} times"):
+        doomed.result(timeout=10)
+    for match_id in ("m-stale", "m-doomed"):
+        record = people_queue(services.redis, keys).fields(match_id)
+        assert (record["status"], record["owner"]) == ("failed", "")
+    assert services.redis.get(hold) is None  # both slots given back, once each
+    assert services.redis.llen(keys.human_matches()) == 0 and services.redis.scard(keys.human_matches_open()) == 0
+    assert play_token_agent(services.redis, keys, "token-stale") is None
+    assert play_token_agent(services.redis, keys, "token-doomed") is None
+    with services.sessions() as session:
+        retired = repo.get_agent(session, guest.id)
+        assert (retired.status, retired.status_reason) == ("retired", GUEST_DONE)
+        assert repo.get_match(session, "m-stale") is None and repo.get_match(session, "m-doomed") is None
+
+
+def _record_when(services, match_id: str, ready, timeout: float = 60.0) -> dict[str, str]:
+    """The game's record once ``ready(record)`` holds (polled: another process changes it)."""
+    queue = people_queue(services.redis, services.pool.keys)
+    deadline = time.monotonic() + timeout
+    while not ready(record := queue.fields(match_id)):
+        assert time.monotonic() < deadline, f"game {match_id}'s record stayed {record}"
+        time.sleep(0.05)
+    return record
+
+
+def test_a_game_whose_service_is_killed_is_played_once_by_the_next_and_gives_its_slot_back(
+        live, run_client, migrated_db_url, redis_url, tmp_path):
+    services, keys = live.services, live.services.pool.keys
+    agent_id = services.sessions.write_transaction(lambda s: register_builtin_agents(s, ENV, ["heuristic"]),
+                                                   what="builtins")["heuristic"]
+    token = live.user("fay")
+    uid = user_id(services, token)
+    r = httpx.post(f"{live.url}{API}/agents/{agent_id}/play", json={"seat": 0},
+                   headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 202, r.text
+    ticket = r.json()
+    slot = keys.busy(OPEN_GAMES_NAME, f"user:{uid}:{ENV}")
+    assert services.redis.get(slot) == b"1"
+
+    # A service of its own claims the game, then dies (SIGKILL: no stop, no heartbeat of 0).
+    owner = subprocess.Popen([sys.executable, "-m", "tests.connected.people_owner", migrated_db_url, redis_url,
+                              str(tmp_path / "server")], cwd=REPO_ROOT)
+    try:
+        claimed = _record_when(services, ticket["match_id"], lambda r: r.get("status") == "playing")
+    finally:
+        owner.kill()
+        owner.wait(30)
+    assert claimed["attempts"] == "1" and claimed["owner"] != ""
+    left = people_queue(services.redis, keys).fields(ticket["match_id"])
+    assert (left["status"], left["owner"]) == ("playing", claimed["owner"])  # nobody gave it back
+    assert services.redis.get(slot) == b"1"  # still held: the game is not over
+
+    # The next service: its sweep sees the heartbeat lapse (1 s here) and plays the game.
+    lane = ConnectedLane(services)
+    queue = HumanMatchQueue(services, lane, poll_s=0.1, stale_s=1.0, heartbeat_s=0.2, sweep_s=0.2).start()
+    try:
+        client = run_client(live.url, ticket["play_token"], ticket["human_agent_id"], first_legal, max_matches=1)
+        stored = wait_for_match(services, ticket["match_id"])
+        done = _record_when(services, ticket["match_id"], lambda r: r.get("status") != "playing")
+    finally:
+        queue.stop()
+        lane.close()
+    assert (done["status"], done["attempts"], done["owner"], done["error"]) == ("done", "2", "", "")
+    assert client.progress.results[0]["match"] == ticket["match_id"]
+    with services.sessions() as session:
+        assert repo.existing_match_ids(session, [ticket["match_id"]]) == {ticket["match_id"]}
+        games = repo.match_history(session, agent_id=ticket["human_agent_id"]).matches
+    assert [m.id for m in games] == [ticket["match_id"]] and not stored.rated  # played once
+    assert services.redis.get(slot) is None  # the slot given back
+    assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}")) is None
+    assert play_token_agent(services.redis, keys, ticket["play_token"]) is None
+    assert services.redis.scard(keys.human_matches_open()) == 0 and services.redis.llen(keys.human_matches()) == 0

@@ -18,7 +18,15 @@ never limited):
 * submissions per user per env per UTC day (Kaggle-style daily quota);
 * challenge matches per user per hour, and challenges per user in flight (queued or
   being played by the background service), so nobody can keep the server's match
-  workers to themselves.
+  workers to themselves;
+* people's open games (:mod:`arena.ladder.people`): per user, per user per env, per
+  address of guests.
+
+An in-flight count (a *hold*, ``{prefix}:busy:{name}:{subject}``) is taken by one Lua
+script (:func:`hold_key`: counted only if under the limit, so concurrent requests never
+pass it) and given back by key (:func:`give_back_holds`) by whoever ends the work, in
+whatever process: the durable queues (:mod:`arena.ladder.work_queue`) give a
+challenge's or a game's holds back exactly once, when it is done or failed.
 
 If Redis does not answer, requests are let through (and a warning logged): the limits
 protect the service, they must not take it down.
@@ -29,7 +37,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
@@ -50,6 +58,36 @@ local left = redis.call('DECRBY', KEYS[1], ARGV[1])
 if left <= 0 then redis.call('DEL', KEYS[1]) end
 return left
 """
+# KEYS: the hold. ARGV: limit, ttl. One more in flight if fewer than the limit are (1), else 0.
+_HOLD = """
+local held = tonumber(redis.call('GET', KEYS[1]) or '0')
+if held >= tonumber(ARGV[1]) then return 0 end
+redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+
+
+def hold_key(client: redis.Redis, key: str, limit: int, ttl_s: int = IN_FLIGHT_TTL_S) -> bool:
+    """Count one more in flight on ``key`` if fewer than ``limit`` are; whether it was counted.
+
+    One script: concurrent callers never count past ``limit``, and a refused one leaves
+    nothing counted. Raises ``redis.RedisError`` if Redis does not answer.
+    """
+    return int(client.register_script(_HOLD)(keys=[key], args=[limit, ttl_s])) == 1
+
+
+def give_back_holds(client: redis.Redis, keys: Iterable[str]) -> None:
+    """Un-count one in flight on each of ``keys`` (the work they were held for ended, or never
+    started); a key at zero is deleted. Logs, never raises, if Redis does not answer: the
+    holds then expire after :data:`IN_FLIGHT_TTL_S`."""
+    keys = tuple(keys)
+    try:
+        script = client.register_script(_GIVE_BACK)
+        for key in keys:
+            script(keys=[key], args=[1])
+    except redis.RedisError as exc:
+        log.warning("could not give back the holds %s (%s); they expire", keys, exc)
 
 
 @dataclass(frozen=True)
@@ -165,19 +203,14 @@ class Limits:
             return []
         key = self.keys.busy(name, subject)
         try:
-            with self.client.pipeline() as pipe:
-                pipe.incr(key)
-                pipe.expire(key, IN_FLIGHT_TTL_S)
-                running = int(pipe.execute()[0])
+            counted = hold_key(self.client, key, limit)
         except redis.RedisError as exc:
             log.warning("in-flight limit not applied: Redis did not answer (%s)", exc)
             return []
-        held = [Taken(key, 1)]
-        if running > limit:
-            self.give_back(held)
+        if not counted:
             raise TooManyRequests(f"too many requests: at most {limit} {what} at a time; "
                                   "wait for one to finish", 1)
-        return held
+        return [Taken(key, 1)]
 
     @contextmanager
     def in_flight(self, name: str, subject: str, limit: int, what: str) -> Iterator[None]:
