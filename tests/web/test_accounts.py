@@ -30,9 +30,11 @@ PASSWORD = "correct horse battery"
 API = "/api/v1"
 
 
-def fresh_services(tmp_path: Path, redis_url: str, **limits: int) -> Iterator[Services]:
-    """The services of a new SQLite arena (tictactoe, builtin ``random``) over ``redis_url``."""
-    database_url = f"sqlite+pysqlite:///{tmp_path / 'arena.sqlite3'}"
+def fresh_services(tmp_path: Path, redis_url: str, database_url: str | None = None,
+                   **limits: int) -> Iterator[Services]:
+    """The services of a new arena (tictactoe, builtin ``random``) over ``redis_url``, on
+    ``database_url`` (default: a SQLite file under ``tmp_path``)."""
+    database_url = database_url or f"sqlite+pysqlite:///{tmp_path / 'arena.sqlite3'}"
     upgrade(database_url)
     settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "data", database_url=database_url,
                         redis_url=redis_url, envs=ENV, probe_concurrency=0, **{**RAISED_LIMITS, **limits})
@@ -42,8 +44,9 @@ def fresh_services(tmp_path: Path, redis_url: str, **limits: int) -> Iterator[Se
 
 
 @pytest.fixture
-def services(tmp_path: Path, redis_url: str) -> Iterator[Services]:
-    yield from fresh_services(tmp_path, redis_url)
+def services(tmp_path: Path, redis_url: str, db_url: str) -> Iterator[Services]:
+    """On SQLite and on PostgreSQL (``db_url``)."""
+    yield from fresh_services(tmp_path, redis_url, db_url)
 
 
 @pytest.fixture
