@@ -11,6 +11,12 @@ the newest ``recent`` matches of every agent (its page) and every env (its board
 page). Unrated matches get no exception: users can play them by the thousand.
 Results, seats, seeds and rating events are kept, so ``arena ratings rebuild`` still
 equals live.
+
+The same pass prunes guests (:func:`arena.storage.db.repositories.prune_guests`): a
+person who plays without signing in gets a fresh ``guest-...`` agent, retired after its
+one game; older than the retention, it is deleted with its games (unrated, on no
+board), so guests leave no permanent rows. A guest whose game's end was never recorded
+goes too once it is :data:`GUEST_MAX_AGE` old.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ from arena.storage.db.repositories.retention import SITE_RECENT_MATCHES
 from arena.storage.retry import retry_transient
 
 log = logging.getLogger(__name__)
+
+GUEST_MAX_AGE = timedelta(days=1)
+"""A guest agent not retired is pruned past this age too (no play token lives this long)."""
 
 
 class ReplayRetention:
@@ -73,7 +82,29 @@ class ReplayRetention:
                 break
         if dropped:
             log.info("replay retention dropped the moves of %d matches older than %g days", dropped, self.days)
+        self.prune_guests(wall)
         return dropped
+
+    def prune_guests(self, wall: datetime | None = None) -> int:
+        """Delete the guests older than the retention (with their games), in bounded chunks;
+        returns how many guests went."""
+        now = wall or utcnow()
+        cutoff = now - timedelta(days=self.days)
+        guests = matches = 0
+        while True:
+            n, m = retry_transient(
+                lambda: self._guests_chunk(cutoff, now - GUEST_MAX_AGE), timeout_s=60.0, what="pruning guests")
+            guests, matches = guests + n, matches + m
+            if n < self.chunk:
+                break
+        if guests:
+            log.info("retention pruned %d guest agents older than %g days, with their %d games", guests, self.days,
+                     matches)
+        return guests
+
+    def _guests_chunk(self, updated_before: datetime, created_before: datetime) -> tuple[int, int]:
+        with self.sessions.begin() as session:
+            return repo.prune_guests(session, updated_before, created_before, self.chunk)
 
     def _chunk(self, cutoff: datetime) -> int:
         with self.sessions.begin() as session:

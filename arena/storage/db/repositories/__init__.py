@@ -117,6 +117,7 @@ from arena.storage.db.repositories.retention import (
     ReplayState,
     drop_old_replays,
     mark_replay_requested,
+    prune_guests,
     replay_state,
 )
 from arena.storage.db.repositories.snapshots import (
@@ -177,6 +178,7 @@ __all__ = [
     "delete_web_session",
     "dequeue_matches",
     "drop_old_replays",
+    "prune_guests",
     "enqueue_matches",
     "ensure_env",
     "existing_match_ids",

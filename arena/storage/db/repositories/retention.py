@@ -6,6 +6,11 @@ the replays an owner of one of the match's agents opened (``replay_requested``, 
 only by such a view: anonymous reads write nothing) and those the site links
 (:func:`site_linked`), which are decided at retention time from stored data. Scans go
 by ``seq`` (the primary key) from a watermark, never over ``created_at`` (no index).
+
+Guests (the ``human`` agents of people who played without signing in: no owner, named
+``guest-...``) are pruned whole once they are retired (after their one game) and
+older than the retention, with their games (:func:`prune_guests`): those games are
+unrated and on no board, so ratings and their rebuild do not change.
 """
 
 from __future__ import annotations
@@ -13,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
-from arena.storage.db.models import LeagueGeneration, Match, MatchParticipant
+from arena.storage.db.models import Agent, LeagueGeneration, Match, MatchParticipant
 from arena.storage.db.repositories.dialect import chunks
 
 
@@ -102,3 +107,31 @@ def site_linked(session: Session, candidates: dict[int, str], after_seq: int, th
         linked.update(session.execute(select(Match.seq).where(Match.env_id == env_id)
                                       .order_by(Match.seq.desc()).limit(recent)).scalars())
     return linked & candidates.keys()
+
+
+GUEST_NAME_PREFIX = "guest-"
+"""A guest's human agent is named ``guest-<random>`` (:mod:`arena.ladder.people`)."""
+
+
+def prune_guests(session: Session, updated_before: datetime, created_before: datetime,
+                 limit: int = 1000) -> tuple[int, int]:
+    """Delete up to ``limit`` guest agents, with their games: guests (``human``, no owner,
+    named ``guest-...``) last changed before ``updated_before`` and either retired (their one
+    game is over) or created before ``created_before`` (a game whose end was never
+    recorded, long past any play token).
+
+    Returns:
+        ``(guests, matches)`` deleted (a match's participants and rating events go with it).
+    """
+    ids = list(session.execute(
+        select(Agent.id).where(Agent.kind == "human", Agent.owner_id.is_(None),
+                               Agent.name.startswith(GUEST_NAME_PREFIX, autoescape=True),
+                               Agent.updated_at < updated_before,
+                               or_(Agent.status == "retired", Agent.created_at < created_before))
+        .order_by(Agent.id).limit(limit)).scalars())
+    if not ids:
+        return 0, 0
+    seqs = select(MatchParticipant.match_seq).where(MatchParticipant.agent_id.in_(ids)).scalar_subquery()
+    matches = session.execute(delete(Match).where(Match.seq.in_(seqs))).rowcount
+    session.execute(delete(Agent).where(Agent.id.in_(ids)))
+    return len(ids), matches
