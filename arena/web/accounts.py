@@ -35,8 +35,13 @@ _user_name = TypeAdapter(UserName)
 
 
 def safe_next(target: str | None) -> str:
-    """Where to go after signing in: a path on this site only (never ``//host`` or a URL)."""
-    if target and target.startswith("/") and not target.startswith(("//", "/\\")):
+    """Where to go after signing in: a path on this site only (never ``//host`` or a URL).
+
+    Backslashes, spaces and control characters are refused anywhere: browsers drop tabs and
+    newlines from URLs and read a backslash as ``/``, so ``/<tab>/evil.example`` would leave the site.
+    """
+    if (target and target.startswith("/") and not target.startswith("//")
+            and not any(ch == "\\" or ord(ch) <= 32 or ord(ch) == 127 for ch in target)):
         return target
     return "/account"
 

@@ -226,7 +226,8 @@ def test_sign_in_attempts_are_rate_limited(tmp_path: Path, redis_url: str) -> No
 
 @pytest.mark.parametrize("target, expected", [
     ("/envs/x", "/envs/x"), ("//evil.example/x", "/account"), ("https://evil.example", "/account"),
-    ("/\\evil.example", "/account"), (None, "/account"),
+    ("/\\evil.example", "/account"), ("/\t/evil.example", "/account"), ("/x\\y", "/account"),
+    ("/ /evil.example", "/account"), (None, "/account"), ("/competitions/3#my-team", "/competitions/3#my-team"),
 ])
 def test_sign_in_goes_back_to_this_site_only(target: str | None, expected: str) -> None:
     from arena.web.accounts import safe_next
