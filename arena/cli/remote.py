@@ -152,12 +152,20 @@ def submit(
     name: str = typer.Option("", help="Display name (default: the spec's name, else the agent key)."),
     wait: bool = typer.Option(False, "--wait/--no-wait", help="Wait until placement is over."),
     timeout: float = typer.Option(600.0, help="Seconds --wait waits at most."),
+    competition: int = typer.Option(0, "--competition", help="Submit it as your team's entry of this "
+                                    "competition (see `arena competition`)."),
     server: str = _server_option(),
     token: str | None = _token_option(),
 ) -> None:
     """Upload a checkpoint or an ONNX model; prints its id, status and place in the queue."""
     with remote(server, token) as client:
-        agent = client.submit_agent(path, name=name or None, env=env or None)
+        if competition:
+            made = client.submit_entry(competition, path, name=name or None, env=env or None)
+            agent = made["agent"]
+            console.print(f"entry {made['entry']['id']} of team {made['entry']['team']} in competition "
+                          f"{competition}")
+        else:
+            agent = client.submit_agent(path, name=name or None, env=env or None)
         console.print(agent_table(agent))
         console.print(f"submitted as agent [bold]{agent['id']}[/]; follow it with "
                       f"`arena agent show {agent['id']}`")

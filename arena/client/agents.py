@@ -20,7 +20,7 @@ from arena.client.progress import placement_progress
 from arena.client.transport import JSON, ApiTransport
 from envs.errors import ArenaError
 
-__all__ = ["AgentEndpoints"]
+__all__ = ["AgentEndpoints", "upload_parts"]
 
 
 class AgentEndpoints(ApiTransport):
@@ -48,32 +48,7 @@ class AgentEndpoints(ApiTransport):
         Returns:
             The new agent (``id``, ``key``, ``status``, ``queue_position``, ...).
         """
-        filename = "agent.safetensors"
-        if isinstance(weights, bytes | bytearray):
-            data = bytes(weights)
-        else:
-            path = weights_path(Path(weights))
-            data = read_file(path, "weights file")
-            filename = path.name
-            if spec is None:
-                spec = path.with_suffix(".json")
-        if spec is None:
-            raise ArenaError("a spec is required when the weights are given as bytes")
-        text = spec_text(spec)
-        try:
-            parsed = json.loads(text)
-        except ValueError as exc:
-            raise ArenaError(f"the agent spec is not valid JSON: {exc}") from None
-        parsed = parsed if isinstance(parsed, dict) else {}
-        env = env or parsed.get("env")
-        if not env:
-            raise ArenaError("no env given and the spec names none; pass env=... (--env)")
-        if isinstance(weights, bytes | bytearray) and parsed.get("arch") == "onnx":
-            filename = "agent.onnx"
-        files = {"weights": (filename, data, "application/octet-stream")}
-        form = {"spec": text, "env": env}
-        if name:
-            form["name"] = name
+        files, form = upload_parts(weights, spec, name, env)
         return self.request("POST", "/agents", files=files, data=form)
 
     def agent(self, agent_id: int) -> JSON:
@@ -230,3 +205,36 @@ class AgentEndpoints(ApiTransport):
             raise ArenaError(f"agent {agent_id} was {agent.get('status')}: "
                              f"{agent.get('status_reason') or 'no reason given'}")
         return agent
+
+
+def upload_parts(weights: str | os.PathLike | bytes, spec: str | os.PathLike | bytes | Mapping[str, Any] | None,
+                 name: str | None, env: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """The multipart ``(files, form)`` of an upload (``POST /agents``, a competition entry):
+    see :meth:`AgentEndpoints.submit_agent` for the arguments."""
+    filename = "agent.safetensors"
+    if isinstance(weights, bytes | bytearray):
+        data = bytes(weights)
+    else:
+        path = weights_path(Path(weights))
+        data = read_file(path, "weights file")
+        filename = path.name
+        if spec is None:
+            spec = path.with_suffix(".json")
+    if spec is None:
+        raise ArenaError("a spec is required when the weights are given as bytes")
+    text = spec_text(spec)
+    try:
+        parsed = json.loads(text)
+    except ValueError as exc:
+        raise ArenaError(f"the agent spec is not valid JSON: {exc}") from None
+    parsed = parsed if isinstance(parsed, dict) else {}
+    env = env or parsed.get("env")
+    if not env:
+        raise ArenaError("no env given and the spec names none; pass env=... (--env)")
+    if isinstance(weights, bytes | bytearray) and parsed.get("arch") == "onnx":
+        filename = "agent.onnx"
+    files = {"weights": (filename, data, "application/octet-stream")}
+    form = {"spec": text, "env": env}
+    if name:
+        form["name"] = name
+    return files, form

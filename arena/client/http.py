@@ -22,7 +22,8 @@ server's own ``detail`` message; an unreachable server raises
 The API token comes from the ``token`` argument, else ``ARENA_TOKEN``, else the saved
 token file (:mod:`arena.client.tokens`). The endpoints come in groups, one module each:
 the plumbing (:mod:`arena.client.transport`), the agents (:mod:`arena.client.agents`),
-results (:mod:`arena.client.matches`); :class:`ArenaClient` joins them and adds the
+results (:mod:`arena.client.matches`), competitions (:mod:`arena.client.competitions`);
+:class:`ArenaClient` joins them and adds the
 users, the service and the connected agents.
 """
 
@@ -33,6 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from arena.client.agents import AgentEndpoints
+from arena.client.competitions import CompetitionEndpoints
 from arena.client.matches import MatchEndpoints
 from arena.client.transport import JSON
 from envs.errors import ArenaError
@@ -44,7 +46,7 @@ if TYPE_CHECKING:  # the protocol client (websockets, msgpack) is imported only 
 __all__ = ["ArenaClient", "submit_until_rated"]
 
 
-class ArenaClient(AgentEndpoints, MatchEndpoints):
+class ArenaClient(AgentEndpoints, MatchEndpoints, CompetitionEndpoints):
     """Synchronous client of one Arena server.
 
     Args:

@@ -120,24 +120,28 @@ def match_log_table(spec: EnvSpec, columns: repo.MatchColumns, agents: AgentName
 
 
 def match_log_pages(sessions: Sessions, spec: EnvSpec, after: int = 0, limit: int | None = None,
-                    page: int = PAGE) -> Iterator[pa.Table]:
+                    page: int = PAGE, board: str | None = None) -> Iterator[pa.Table]:
     """The rated matches of ``spec``'s env after ``after`` (at most ``limit``), ``page`` at a time.
 
     Each page is read in a session of its own, so no read transaction stays open while the
     stream is sent; the stream stops at the newest match of the env when it started.
+    ``board``: the matches of that board instead (a competition's; its ratings are derived on
+    the board, so the rating columns stay empty).
     """
     with sessions() as session:
-        upto = repo.newest_match_seq(session, spec.env_id)
+        upto = repo.newest_match_seq(session, spec.env_id, board)
     agents = AgentNames(sessions, spec.env_id)
     last, left = after, limit
     while left is None or left > 0:
         batch = page if left is None else min(page, left)
         with sessions() as session:
             columns = next(repo.iter_match_columns(session, spec.env_id, after_seq=last, batch=batch, upto_seq=upto,
-                                                   rated_only=True, actions=False, times=True), None)
+                                                   rated_only=board is None, actions=False, times=True,
+                                                   board=board), None)
             if columns is None:
                 return
-            events = repo.rating_events_between(session, columns.seq[0], columns.seq[-1])
+            events = (repo.rating_events_between(session, columns.seq[0], columns.seq[-1]) if board is None
+                      else [])
         yield match_log_table(spec, columns, agents, events)
         if len(columns) < batch:
             return
@@ -194,7 +198,7 @@ def write_match_log(tables: Iterator[pa.Table], schema: pa.Schema, fmt: LogForma
 
 
 def stream_match_log(sessions: Sessions, spec: EnvSpec, fmt: LogFormat, after: int = 0,
-                     limit: int | None = None) -> Iterator[bytes]:
-    """The match log of ``spec``'s env (rated matches after ``after``, at most ``limit``) as the
-    bytes of a ``fmt`` file, page by page."""
-    return write_match_log(match_log_pages(sessions, spec, after, limit), match_log_schema(spec), fmt)
+                     limit: int | None = None, board: str | None = None) -> Iterator[bytes]:
+    """The match log of ``spec``'s env (rated matches after ``after``, at most ``limit``; ``board``:
+    that board's matches) as the bytes of a ``fmt`` file, page by page."""
+    return write_match_log(match_log_pages(sessions, spec, after, limit, board=board), match_log_schema(spec), fmt)

@@ -27,7 +27,7 @@ router = APIRouter(tags=["agents"])
 AgentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")]
 CallerDep = Annotated[Principal | None, Depends(optional_user)]
 
-_UPLOAD_SCHEMA = {
+UPLOAD_SCHEMA = {
     "required": True,
     "content": {"multipart/form-data": {"schema": {
         "type": "object",
@@ -77,7 +77,7 @@ def _downloadable(session: Session, agent_id: int, user: Principal | None) -> re
 
 @router.post(
     "/agents", status_code=201, response_model=AgentPublic,
-    responses=error_responses(401, 409, 413, 422, 429, 503), openapi_extra={"requestBody": _UPLOAD_SCHEMA},
+    responses=error_responses(401, 409, 413, 422, 429, 503), openapi_extra={"requestBody": UPLOAD_SCHEMA},
     description=f"Submit a neural agent as multipart/form-data ({FIELD_HELP}). The spec's "
     "`arch` says what `weights` is: safetensors weights of a registry architecture (`mlp`, "
     "`cnn`), or an ONNX model for `\"arch\": \"onnx\"` (one float32 input `[batch, "

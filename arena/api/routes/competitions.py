@@ -9,9 +9,10 @@ then tagged with the competition and the caller's team in the storing transactio
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
 from arena.api.competition_schemas import (
@@ -35,16 +36,18 @@ from arena.api.competition_schemas import (
 )
 from arena.api.deps import Principal, ServicesDep, SessionDep, StateDep, UserDep, WriterDep, optional_user
 from arena.api.errors import error_responses
-from arena.api.routes.agents import _UPLOAD_SCHEMA, receive_agent
+from arena.api.routes.agents import UPLOAD_SCHEMA, receive_agent
+from arena.api.routes.envs import MATCH_LOG_ROWS
 from arena.api.schemas import MAX_ID
 from arena.competitions import service
-from arena.competitions.rules import CompetitionSettings, final_board_key
+from arena.competitions.rules import CompetitionSettings, board_key, final_board_key
 from arena.core.errors import Forbidden
 from arena.ladder.registration import ladder_rating_env
 from arena.read import competitions as read
 from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
 from arena.storage.db.repositories import competitions as comp_repo
+from envs.registry import get_spec
 from league.competitions.certification import FINAL_RATING_ENV
 
 router = APIRouter(tags=["competitions"])
@@ -197,7 +200,7 @@ def my_quota(competition_id: CompetitionIdPath, session: SessionDep, user: UserD
 
 @router.post(
     "/competitions/{competition_id}/entries", status_code=201, response_model=EntryCreated,
-    responses=error_responses(401, 403, 404, 409, 413, 422, 429, 503), openapi_extra={"requestBody": _UPLOAD_SCHEMA},
+    responses=error_responses(401, 403, 404, 409, 413, 422, 429, 503), openapi_extra={"requestBody": UPLOAD_SCHEMA},
     description="Submit an entry for your team: the multipart upload of `POST /agents` (validated exactly the "
     "same), then tagged with the competition and your team in the same transaction. Refused, with nothing "
     "stored: before it opens or after its deadline (409), a finished competition (409), not in a team (403), a "
@@ -257,3 +260,33 @@ def standings(competition_id: CompetitionIdPath, session: SessionDep, user: Call
                            matches=repo.count_matches(session, competition.env_id,
                                                       board=final_board_key(competition_id)),
                            result=result)
+
+
+@router.get(
+    "/competitions/{competition_id}/matches/export",
+    response_class=StreamingResponse,
+    responses={200: {"description": "The board's matches as a Parquet or CSV file, streamed.",
+                     "content": {media: {"schema": {"type": "string", "format": "binary"}}
+                                 for media in ("application/vnd.apache.parquet", "text/csv")}},
+               **error_responses(404, 422, 429)},
+)
+def export_matches(
+    competition_id: CompetitionIdPath, session: SessionDep, state: StateDep, user: CallerDep,
+    final: Annotated[bool, Query(description="The final evaluation's matches (else the season's).")] = True,
+    format: Annotated[Literal["parquet", "csv"], Query(description="parquet or csv.")] = "csv",
+    after: Annotated[int, Query(ge=0, le=2**63 - 1, description="Only matches with a larger match_seq.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=MATCH_LOG_ROWS, description="Most matches in this file.")] = MATCH_LOG_ROWS,
+) -> StreamingResponse:
+    """A competition board's match log, oldest first, in the columns of the env's match-log export
+    (``GET /envs/{env}/matches/export``; the rating columns empty: the board's ratings are derived on it).
+    The final evaluation's (``final=true``) is what ``arena competition verify`` recomputes the standings
+    and the certificate from."""
+    from arena.datasets.match_log import MEDIA_TYPES, stream_match_log  # pyarrow: loaded on first download
+
+    competition = service.visible(session, competition_id, _caller(user))
+    board = final_board_key(competition_id) if final else board_key(competition_id)
+    body = state.downloads.stream(stream_match_log(state.services.sessions, get_spec(competition.env_id), format,
+                                                   after, limit, board=board))
+    name = board.replace(":", "-")
+    return StreamingResponse(body, media_type=MEDIA_TYPES[format], headers={
+        "Content-Disposition": f'attachment; filename="{name}-matches.{format}"'})

@@ -358,7 +358,7 @@ _TEXT_FIELDS = ("seats", "scores", "actions")
 
 def iter_match_columns(
     session: Session, env_id: str, after_seq: int = 0, batch: int = 10000, *, upto_seq: int | None = None,
-    rated_only: bool = False, actions: bool = True, times: bool = False,
+    rated_only: bool = False, actions: bool = True, times: bool = False, board: str | None = None,
 ) -> Iterator[MatchColumns]:
     """The matches of ``env_id`` with ``seq > after_seq`` in seq order, ``batch`` per page, as columns.
 
@@ -374,6 +374,7 @@ def iter_match_columns(
         actions: Read the action lists (the readers that re-simulate need them).
         times: Read ``created_at``, whose per-row conversion alone costs a third of
             reading a page (the export leaves it out).
+        board: Only the matches rated on this board (a competition's).
     """
     table = Match.__table__.c
     wanted = [f for f in _COLUMN_FIELDS if (f != "actions" or actions) and (f != "created_at" or times)]
@@ -383,6 +384,8 @@ def iter_match_columns(
         where.append(table.seq <= upto_seq)
     if rated_only:
         where.append(table.rated.is_(True))
+    if board is not None:
+        where.append(table.board == board)
     last = after_seq
     while True:
         stmt = select(*columns).where(*where, table.seq > last).order_by(table.seq).limit(batch)
@@ -399,9 +402,12 @@ def iter_match_columns(
         last = page["seq"][-1]
 
 
-def newest_match_seq(session: Session, env_id: str) -> int:
-    """The seq of the newest match of ``env_id`` (0: none); an index lookup."""
-    return session.execute(select(func.max(Match.seq)).where(Match.env_id == env_id)).scalar() or 0
+def newest_match_seq(session: Session, env_id: str, board: str | None = None) -> int:
+    """The seq of the newest match of ``env_id`` (of ``board`` only, if given; 0: none); an index lookup."""
+    stmt = select(func.max(Match.seq)).where(Match.env_id == env_id)
+    if board is not None:
+        stmt = stmt.where(Match.board == board)
+    return session.execute(stmt).scalar() or 0
 
 
 def match_history(
