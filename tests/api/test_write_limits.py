@@ -24,6 +24,16 @@ LIMITERS: frozenset[Callable] = frozenset({writer, optional_writer})
 EXEMPT: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/users"): "a sign-up has no user yet: the handler counts it against the sign-up limit "
     "per address per hour and the per-address write limit (Limits.sign_up)",
+    # The site's forms (arena/web/accounts.py, arena/web/competitions.py) count in the handler, so that a
+    # refused form is shown again with the reason instead of a JSON 429.
+    ("POST", "/signup"): "Limits.sign_up in the handler, as POST /api/v1/users",
+    ("POST", "/signin"): "Limits.anonymous_write (per address) in the handler, before the password is checked",
+    ("POST", "/signout"): "deletes only the session of the cookie it carries (one row), CSRF-checked",
+    ("POST", "/account/token"): "Limits.write (the user and its address) in the handler",
+    ("POST", "/account/password"): "Limits.write (the user and its address) in the handler",
+    ("POST", "/competitions/join"): "Limits.write (the user and its address) in the handler",
+    ("POST", "/competitions/{competition_id}/teams"): "Limits.write (the user and its address) in the handler",
+    ("POST", "/competitions/{competition_id}/teams/join"): "Limits.write (the user and its address) in the handler",
 }
 """Write routes limited some other way, each with how."""
 

@@ -109,3 +109,17 @@ def test_an_archived_competition_shows_its_frozen_standings(client: TestClient, 
     assert 'class="pair-separated"' in pairs and "heuristic:epsilon=0.5" in pairs
     assert re.search(r'id="standings-status" class="certified">Certified', html)
     assert 'data-live="false"' in html  # the season board no longer polls
+
+
+def test_the_team_forms_count_against_the_write_limits(tmp_path: Path, redis_url: str) -> None:
+    for services in fresh_services(tmp_path, redis_url, writes_per_minute=1):
+        seeded = seed_competitions(services)
+        with TestClient(create_app(services)) as client:
+            sign_up(client, "max")
+            codes = []
+            while 429 not in codes and len(codes) < 3:  # 1 a minute: the 2nd (3rd if a minute ended between)
+                response = client.post(f"/competitions/{seeded.public}/teams/join",
+                                       data={"join_code": "no-such-code", "csrf_token": session_csrf(client)})
+                codes.append(response.status_code)
+            assert codes[-1] == 429 and set(codes[:-1]) == {400} and len(codes) in (2, 3), codes
+            assert "too many requests" in response.text and 'id="form-error"' in response.text
