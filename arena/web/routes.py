@@ -126,7 +126,11 @@ def web_router() -> APIRouter:
     router.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
 
     def page(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-        return templates.TemplateResponse(request, name, context, status_code=status_code)
+        response = templates.TemplateResponse(request, name, context, status_code=status_code)
+        if browser.session_id(request) is not None:  # it names the viewer and carries its CSRF token
+            response.headers.setdefault("Cache-Control", "private")
+            response.headers["Vary"] = "Cookie"
+        return response
 
     def not_found(request: Request, what: str) -> HTMLResponse:
         return page(request, "not_found.html", status_code=404, title="Not found", what=what)

@@ -92,6 +92,8 @@ def test_sign_up_sign_out_and_sign_in_again(client: TestClient, services: Servic
 
     account = client.get("/account")
     assert account.status_code == 200 and "<h1>ada</h1>" in account.text and 'id="nav-signout"' in account.text
+    index = client.get("/")
+    assert index.headers["cache-control"] == "private" and "Cookie" in index.headers["vary"]  # no shared cache
     assert client.get(f"{API}/users/me").json()["name"] == "ada"  # the API reads the session cookie
 
     out = client.post("/signout", data={"csrf_token": session_csrf(client)}, follow_redirects=False)
