@@ -25,8 +25,6 @@ Every ``--flag`` is a field of :class:`Args`.
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +34,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.vec_env import DummyVecEnv
+from training_cli import parse_args
 
 import arena.gym
 from arena.client import LeagueClient, tally
@@ -109,15 +108,8 @@ def load_model(args: Args, envs: DummyVecEnv, weights: Path) -> MaskablePPO:
     return model
 
 
-def parse_args() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for f in dataclasses.fields(Args):
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
-    return Args(**vars(parser.parse_args()))
-
-
 if __name__ == "__main__":
-    args = parse_args()
+    args = parse_args(Args, __doc__.splitlines()[0])
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)  # a small MLP: extra threads only contend for the cores the envs use
     run_dir = Path(args.run_dir) / args.league

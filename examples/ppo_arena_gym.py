@@ -10,17 +10,15 @@ the training opponents before and after, exports the actor with
     python examples/ppo_arena_gym.py --total-timesteps 500000     # export only; then:
     arena submit ppo-connect_four-v3.onnx --wait
 
-Every ``--flag`` is a field of :class:`Args`. Illegal moves never happen: illegal
-logits are masked out before sampling, as Arena masks them when it plays the export.
-Gymnasium's ``NEXT_STEP`` autoreset: the step after an episode ended ignores the action
-and returns the next episode's first observation, so those samples are left out of the
-loss (``valid``), and GAE stops at every ``done``.
+Every ``--flag`` is a field of :class:`Args` (``--out`` and ``--submit*``: ``examples/training_cli.py``).
+Illegal moves never happen: illegal logits are masked out before sampling, as Arena masks
+them when it plays the export. Gymnasium's ``NEXT_STEP`` autoreset: the step after an episode
+ended ignores the action and returns the next episode's first observation, so those samples
+are left out of the loss (``valid``), and GAE stops at every ``done``.
 """
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -28,15 +26,13 @@ import numpy as np
 import torch
 from torch import nn
 from torch.distributions import Categorical
+from training_cli import SubmitArgs, export_and_submit, parse_args
 
 import arena.gym
-from arena.client import progress_printer, submit_until_rated
-from arena.client.onnx_export import export_submission
-from envs.errors import ArenaError
 
 
 @dataclass
-class Args:
+class Args(SubmitArgs):
     env_id: str = "connect_four-v3"
     """the Arena env to train on (a board game: make_vec uses its vectorized core)"""
     opponents: str = "random"
@@ -71,14 +67,7 @@ class Args:
     """width of the two hidden layers"""
     eval_episodes: int = 512
     """episodes of the win-rate evaluations"""
-    out: str = ""
-    """the ONNX file to write (default: ppo-<env_id>.onnx); its spec JSON goes beside it"""
-    submit: str = ""
-    """an Arena server to submit the export to (e.g. http://127.0.0.1:8000); empty: export only"""
-    token: str = ""
-    """your API token for --submit (default: $ARENA_TOKEN, else the token `arena user create` saved)"""
-    submit_timeout: float = 600.0
-    """seconds to wait for the submitted agent to be rated"""
+    # and SubmitArgs' --out, --submit, --token, --submit-timeout
 
 
 class Agent(nn.Module):
@@ -186,15 +175,8 @@ def train(args: Args) -> Agent:
     return agent
 
 
-def parse_args() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for f in dataclasses.fields(Args):
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
-    return Args(**vars(parser.parse_args()))
-
-
 if __name__ == "__main__":
-    args = parse_args()
+    args = parse_args(Args, __doc__.splitlines()[0])
     torch.manual_seed(args.seed)
     probe = arena.gym.make(args.env_id)
     untrained = Agent(int(np.prod(probe.observation_space.shape)), int(probe.action_space.n), args.hidden)
@@ -202,16 +184,4 @@ if __name__ == "__main__":
     agent = train(args)
     after = win_rate(agent, args, seed=10_000)
     print(f"win rate against {args.opponents}: untrained {before:.3f}, trained {after:.3f}")
-    out = args.out or f"ppo-{args.env_id}.onnx"
-    validated = export_submission(agent.actor, args.env_id, out, name=f"ppo-{args.env_id}")
-    print(f"wrote {out} (sha256 {validated.sha256[:16]}), validated as the server will")
-    if args.submit:
-        print(f"submitting {out} to {args.submit}; waiting until it is rated (at most {args.submit_timeout:g} s)")
-        try:  # uploaded through ArenaClient; the server validates, places and rates it
-            rated = submit_until_rated(out, args.submit, args.token or None, timeout=args.submit_timeout,
-                                       on_progress=progress_printer(print))
-        except ArenaError as exc:  # no token, server down, rejected, not rated in time: the message says which
-            raise SystemExit(f"error: {exc}") from None
-        print(f"agent {rated['id']} is on the leaderboard: {args.submit}/envs/{args.env_id}")
-    else:
-        print(f"submit it with: arena submit {out} --wait")
+    export_and_submit(agent.actor, args.env_id, f"ppo-{args.env_id}", args)

@@ -11,31 +11,27 @@ validated as the server will validate it; no pickle leaves your machine) and, wi
     arena user create me                      # saves your token
     python examples/sb3_maskable_ppo.py --total-timesteps 200000 --submit http://127.0.0.1:8000
 
-Every ``--flag`` is a field of :class:`Args`. Without ``--submit`` it stops at the export
-(``arena submit maskable-ppo-connect_four-v3.onnx --wait`` does the rest). The win rates are
-measured on ``arena.gym.make_vec`` (all boards in one numpy batch), sampling from the
-masked policy as Arena samples from the exported logits.
+Every ``--flag`` is a field of :class:`Args` (``--out`` and ``--submit*``: ``examples/training_cli.py``).
+Without ``--submit`` it stops at the export (``arena submit maskable-ppo-connect_four-v3.onnx
+--wait`` does the rest). The win rates are measured on ``arena.gym.make_vec`` (all boards in
+one numpy batch), sampling from the masked policy as Arena samples from the exported logits.
 """
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 from dataclasses import dataclass
 
 import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.vec_env import DummyVecEnv
+from training_cli import SubmitArgs, export_and_submit, parse_args
 
 import arena.gym
-from arena.client import progress_printer, submit_until_rated
-from arena.client.onnx_export import export_submission
 from arena.gym.opponents import Opponents
-from envs.errors import ArenaError
 
 
 @dataclass
-class Args:
+class Args(SubmitArgs):
     env_id: str = "connect_four-v3"
     """the Arena env to train on (one seat; role envs: pass the role's opponents)"""
     opponents: str = "random"
@@ -58,14 +54,7 @@ class Args:
     """entropy bonus"""
     eval_episodes: int = 512
     """episodes of the win-rate evaluations"""
-    out: str = ""
-    """the ONNX file to write (default: maskable-ppo-<env_id>.onnx); its spec JSON goes beside it"""
-    submit: str = ""
-    """an Arena server to submit the export to (e.g. http://127.0.0.1:8000); empty: export only"""
-    token: str = ""
-    """your API token for --submit (default: $ARENA_TOKEN, else the token `arena user create` saved)"""
-    submit_timeout: float = 600.0
-    """seconds to wait for the submitted agent to be rated"""
+    # and SubmitArgs' --out, --submit, --token, --submit-timeout
 
 
 def win_rate(model: MaskablePPO, args: Args, seed: int) -> float:
@@ -84,15 +73,8 @@ def make_model(args: Args) -> MaskablePPO:
                        learning_rate=args.learning_rate, ent_coef=args.ent_coef, seed=args.seed, verbose=0)
 
 
-def parse_args() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for f in dataclasses.fields(Args):
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
-    return Args(**vars(parser.parse_args()))
-
-
 if __name__ == "__main__":
-    args = parse_args()
+    args = parse_args(Args, __doc__.splitlines()[0])
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)  # a small MLP: extra threads only contend for the cores the envs use
     model = make_model(args)
@@ -100,16 +82,4 @@ if __name__ == "__main__":
     model.learn(args.total_timesteps)
     after = win_rate(model, args, seed=10_000)
     print(f"win rate against {args.opponents}: untrained {before:.3f}, trained {after:.3f}")
-    out = args.out or f"maskable-ppo-{args.env_id}.onnx"
-    validated = export_submission(model, args.env_id, out, name=f"maskable-ppo-{args.env_id}")
-    print(f"wrote {out} (sha256 {validated.sha256[:16]}), validated as the server will")
-    if args.submit:
-        print(f"submitting {out} to {args.submit}; waiting until it is rated (at most {args.submit_timeout:g} s)")
-        try:  # uploaded through ArenaClient; the server validates, places and rates it
-            rated = submit_until_rated(out, args.submit, args.token or None, timeout=args.submit_timeout,
-                                       on_progress=progress_printer(print))
-        except ArenaError as exc:  # no token, server down, rejected, not rated in time: the message says which
-            raise SystemExit(f"error: {exc}") from None
-        print(f"agent {rated['id']} is on the leaderboard: {args.submit}/envs/{args.env_id}")
-    else:
-        print(f"submit it with: arena submit {out} --wait")
+    export_and_submit(model, args.env_id, f"maskable-ppo-{args.env_id}", args)
