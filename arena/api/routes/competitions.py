@@ -67,7 +67,7 @@ def _public(session: Session, competition_id: int, user: Principal | None) -> Co
 
 
 @router.post("/competitions", status_code=201, response_model=CompetitionPublic,
-             responses=error_responses(401, 403, 404, 422, 429))
+             responses=error_responses(400, 401, 403, 404, 422, 429))
 def create_competition(body: CompetitionCreate, user: WriterDep, services: ServicesDep) -> CompetitionPublic:
     """Create a competition (admins, and users an admin made organizers); it starts as a ``draft``."""
     values = body.model_dump()
@@ -78,7 +78,7 @@ def create_competition(body: CompetitionCreate, user: WriterDep, services: Servi
         return _public(session, competition_id, user)
 
 
-@router.get("/competitions", response_model=CompetitionsPublic, responses=error_responses(422))
+@router.get("/competitions", response_model=CompetitionsPublic, responses=error_responses(401, 422))
 def list_competitions(
     session: SessionDep, user: CallerDep,
     state: Annotated[str | None, Query(pattern="^(draft|open|final|finished)$")] = None,
@@ -94,14 +94,15 @@ def list_competitions(
         session, c, caller is not None and service.organizes(session, c, caller))) for c in page], count=total)
 
 
-@router.get("/competitions/{competition_id}", response_model=CompetitionPublic, responses=error_responses(404, 422))
+@router.get("/competitions/{competition_id}", response_model=CompetitionPublic,
+            responses=error_responses(401, 404, 422))
 def get_competition(competition_id: CompetitionIdPath, session: SessionDep, user: CallerDep) -> CompetitionPublic:
     """One competition (404 for a private one the caller has not joined)."""
     return _public(session, competition_id, user)
 
 
 @router.patch("/competitions/{competition_id}", response_model=CompetitionPublic,
-              responses=error_responses(401, 403, 404, 409, 422, 429))
+              responses=error_responses(400, 401, 403, 404, 409, 422, 429))
 def update_competition(competition_id: CompetitionIdPath, body: CompetitionUpdate, user: WriterDep,
                        services: ServicesDep) -> CompetitionPublic:
     """Change a draft; once open, only extend its dates, and only before the deadline (409 otherwise)."""
@@ -111,7 +112,7 @@ def update_competition(competition_id: CompetitionIdPath, body: CompetitionUpdat
 
 
 @router.post("/competitions/{competition_id}/open", response_model=CompetitionPublic,
-             responses=error_responses(401, 403, 404, 409, 422, 429))
+             responses=error_responses(400, 401, 403, 404, 409, 422, 429))
 def open_competition(competition_id: CompetitionIdPath, user: WriterDep, services: ServicesDep) -> CompetitionPublic:
     """``draft -> open`` (its organizer): settings freeze. The background service moves it to ``final`` at
     the deadline and to ``finished`` when the final evaluation ends."""
@@ -121,7 +122,7 @@ def open_competition(competition_id: CompetitionIdPath, user: WriterDep, service
 
 
 @router.put("/competitions/organizers/{name}", response_model=OrganizerPublic,
-            responses=error_responses(401, 403, 422, 429))
+            responses=error_responses(400, 401, 403, 422, 429))
 def grant_organizer(name: Annotated[str, Path(max_length=64)], user: WriterDep,
                     services: ServicesDep) -> OrganizerPublic:
     """An admin makes the user ``name`` an organizer (who may then create competitions)."""
@@ -129,7 +130,7 @@ def grant_organizer(name: Annotated[str, Path(max_length=64)], user: WriterDep,
 
 
 @router.post("/competitions/{competition_id}/join", response_model=CompetitionPublic,
-             responses=error_responses(401, 404, 409, 422, 429))
+             responses=error_responses(400, 401, 404, 409, 422, 429))
 def join_competition(competition_id: CompetitionIdPath, body: JoinCompetition, user: WriterDep,
                      services: ServicesDep) -> CompetitionPublic:
     """Join a competition (a private one with its ``invite_code``; a wrong code is a 404)."""
@@ -145,7 +146,7 @@ def _team_public(session: Session, competition_id: int, team_id: int, user: Prin
 
 
 @router.post("/competitions/{competition_id}/teams", status_code=201, response_model=TeamPublic,
-             responses=error_responses(401, 403, 404, 409, 422, 429))
+             responses=error_responses(400, 401, 403, 404, 409, 422, 429))
 def create_team(competition_id: CompetitionIdPath, body: TeamCreate, user: WriterDep,
                 services: ServicesDep) -> TeamPublic:
     """Create a team with you in it; its ``join_code`` (shown to its members) lets others join."""
@@ -155,7 +156,7 @@ def create_team(competition_id: CompetitionIdPath, body: TeamCreate, user: Write
 
 
 @router.post("/competitions/{competition_id}/teams/join", response_model=TeamPublic,
-             responses=error_responses(401, 403, 404, 409, 422, 429))
+             responses=error_responses(400, 401, 403, 404, 409, 422, 429))
 def join_team(competition_id: CompetitionIdPath, body: TeamJoin, user: WriterDep,
               services: ServicesDep) -> TeamPublic:
     """Join a team by its code, within the competition's team size (409 when full)."""
@@ -165,7 +166,7 @@ def join_team(competition_id: CompetitionIdPath, body: TeamJoin, user: WriterDep
 
 
 @router.post("/competitions/{competition_id}/teams/merge", response_model=TeamPublic,
-             responses=error_responses(401, 403, 404, 409, 422, 429))
+             responses=error_responses(400, 401, 403, 404, 409, 422, 429))
 def merge_team(competition_id: CompetitionIdPath, body: TeamMerge, user: WriterDep,
                services: ServicesDep) -> TeamPublic:
     """Merge another team (by its join code) into yours, before the merge deadline. Kaggle's rule: the
@@ -175,7 +176,8 @@ def merge_team(competition_id: CompetitionIdPath, body: TeamMerge, user: WriterD
         return _team_public(session, competition_id, team_id, user)
 
 
-@router.get("/competitions/{competition_id}/teams", response_model=TeamsPublic, responses=error_responses(404, 422))
+@router.get("/competitions/{competition_id}/teams", response_model=TeamsPublic,
+            responses=error_responses(401, 404, 422))
 def list_teams(competition_id: CompetitionIdPath, session: SessionDep, user: CallerDep) -> TeamsPublic:
     """The teams and their members (join codes only to each team's own members)."""
     service.visible(session, competition_id, _caller(user))
@@ -185,7 +187,7 @@ def list_teams(competition_id: CompetitionIdPath, session: SessionDep, user: Cal
 
 
 @router.get("/competitions/{competition_id}/quota", response_model=QuotaPublic,
-            responses=error_responses(401, 403, 404, 422))
+            responses=error_responses(400, 401, 403, 404, 422))
 def my_quota(competition_id: CompetitionIdPath, session: SessionDep, user: UserDep) -> QuotaPublic:
     """My team's submissions today (UTC): used, left, when the count resets, and its active entries."""
     competition = service.visible(session, competition_id, _caller(user))
@@ -200,7 +202,8 @@ def my_quota(competition_id: CompetitionIdPath, session: SessionDep, user: UserD
 
 @router.post(
     "/competitions/{competition_id}/entries", status_code=201, response_model=EntryCreated,
-    responses=error_responses(401, 403, 404, 409, 413, 422, 429, 503), openapi_extra={"requestBody": UPLOAD_SCHEMA},
+    responses=error_responses(400, 401, 403, 404, 409, 413, 422, 429, 503),
+    openapi_extra={"requestBody": UPLOAD_SCHEMA},
     description="Submit an entry for your team: the multipart upload of `POST /agents` (validated exactly the "
     "same), then tagged with the competition and your team in the same transaction. Refused, with nothing "
     "stored: before it opens or after its deadline (409), a finished competition (409), not in a team (403), a "
@@ -227,7 +230,7 @@ async def submit_entry(competition_id: CompetitionIdPath, request: Request, user
 
 
 @router.get("/competitions/{competition_id}/entries", response_model=EntriesPublic,
-            responses=error_responses(404, 422))
+            responses=error_responses(401, 404, 422))
 def list_entries(competition_id: CompetitionIdPath, session: SessionDep, user: CallerDep,
                  team: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None) -> EntriesPublic:
     """The competition's entries (of one team), oldest first."""
@@ -237,7 +240,7 @@ def list_entries(competition_id: CompetitionIdPath, session: SessionDep, user: C
 
 
 @router.get("/competitions/{competition_id}/board", response_model=CompetitionBoardPublic,
-            responses=error_responses(404, 422))
+            responses=error_responses(401, 404, 422))
 def board(competition_id: CompetitionIdPath, session: SessionDep, user: CallerDep,
           final: Annotated[bool, Query(description="The final evaluation's board (else the season's).")] = False,
           ) -> CompetitionBoardPublic:
@@ -250,7 +253,7 @@ def board(competition_id: CompetitionIdPath, session: SessionDep, user: CallerDe
 
 
 @router.get("/competitions/{competition_id}/standings", response_model=StandingsPublic,
-            responses=error_responses(404, 422))
+            responses=error_responses(401, 404, 422))
 def standings(competition_id: CompetitionIdPath, session: SessionDep, user: CallerDep) -> StandingsPublic:
     """The final evaluation's standings and certificate: frozen once the competition is finished."""
     competition = service.visible(session, competition_id, _caller(user))
@@ -268,7 +271,7 @@ def standings(competition_id: CompetitionIdPath, session: SessionDep, user: Call
     responses={200: {"description": "The board's matches as a Parquet or CSV file, streamed.",
                      "content": {media: {"schema": {"type": "string", "format": "binary"}}
                                  for media in ("application/vnd.apache.parquet", "text/csv")}},
-               **error_responses(404, 422, 429)},
+               **error_responses(401, 404, 422, 429)},
 )
 def export_matches(
     competition_id: CompetitionIdPath, session: SessionDep, state: StateDep, user: CallerDep,
