@@ -8,7 +8,7 @@ device and brings back only the counts and the replays of a sample of matches.
 The sample is a pure function of each match's seed (``splitmix64(seed ^ h(sample_seed))``
 below a threshold), so the same matches are sampled whatever the batch size, device or
 order, and a sampled replay equals the record the full-record mode writes for that
-match (``tests/arena/test_device_engine.py`` checks both).
+match (``tests/engine/test_device_engine.py`` checks both).
 """
 
 from __future__ import annotations
