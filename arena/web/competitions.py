@@ -24,7 +24,7 @@ from arena.api.competition_schemas import Code, TeamName
 from arena.api.deps import client_address
 from arena.api.schemas import MAX_ID
 from arena.competitions import service
-from arena.competitions.rules import CompetitionState
+from arena.competitions.rules import CompetitionState, final_board_key
 from arena.core.errors import Conflict, Forbidden, InvalidParameter, TooManyRequests, UnknownCompetition
 from arena.ladder.registration import ladder_rating_env
 from arena.read import competitions as read
@@ -80,6 +80,7 @@ def competition_page_data(session: Session, c: comp_repo.CompetitionInfo,
         "teams": teams, "member": viewer is not None and service.may_see(session, c, _caller(viewer)),
         "accepting_teams": c.state in (CompetitionState.DRAFT, CompetitionState.OPEN) and utcnow() < c.deadline,
         "my_team": None, "standings": _standings(c.final_result, names),
+        "final_matches": repo.count_matches(session, c.env_id, board=final_board_key(c.id)) if read.is_final(c) else 0,
     }
     if mine is not None:
         left = service.quota(session, c, mine.id, utcnow())

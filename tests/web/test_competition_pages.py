@@ -109,6 +109,26 @@ def test_an_archived_competition_shows_its_frozen_standings(client: TestClient, 
     assert 'class="pair-separated"' in pairs and "heuristic:epsilon=0.5" in pairs
     assert re.search(r'id="standings-status" class="certified">Certified', html)
     assert 'data-live="false"' in html  # the season board no longer polls
+    assert f'href="/api/v1/competitions/{seeded.finished}/matches/export?final=true&amp;format=csv"' in html
+
+
+def test_during_the_final_evaluation_its_board_is_live(client: TestClient, services: Services,
+                                                      seeded: SeededCompetitions) -> None:
+    from arena.storage.db.repositories import competitions as comp_repo
+
+    def start_final(session: object) -> None:  # what the background service does at the deadline
+        agents = [e.agent_id for e in comp_repo.entries(session, seeded.public, active=True)]
+        comp_repo.freeze_entries(session, seeded.public, agents)
+        comp_repo.update_competition(session, seeded.public, {"state": "final"})
+
+    services.sessions.write_transaction(start_final, what="the deadline")
+    html = client.get(f"/competitions/{seeded.public}").text
+    final = re.search(r'<table id="final-board".*?</table>', html, re.DOTALL).group(0)
+    assert 'data-live="true"' in final and "board?final=true" in final
+    assert re.findall(r'<tr data-agent="(\d+)"', final) == [str(seeded.agents["heuristic"])]  # the frozen pool
+    assert "0 matches played so far" in html
+    season = re.search(r'<table id="competition-board".*?</table>', html, re.DOTALL).group(0)
+    assert 'data-live="false"' in season and "Season board (frozen at the deadline)" in html
 
 
 def test_the_team_forms_count_against_the_write_limits(tmp_path: Path, redis_url: str) -> None:

@@ -1,5 +1,5 @@
-/* Competition pages: live countdowns to each <time class="countdown">, and the season board
- * refreshed from /api/v1/competitions/{id}/board while the competition is open. */
+/* Competition pages: live countdowns to each <time class="countdown">, and the boards refreshed
+ * from /api/v1/competitions/{id}/board: the season's while open, the final evaluation's while it runs. */
 "use strict";
 (() => {
   const { num } = window.Arena;
@@ -28,8 +28,9 @@
   tick();
   setInterval(tick, 1000);
 
-  const board = document.getElementById("competition-board");
-  if (!board || board.dataset.live !== "true") return;
+  // The season board while open, the final evaluation's while it runs.
+  const boards = [...document.querySelectorAll("table.board-table[data-live='true']")];
+  if (!boards.length) return;
 
   function cell(text, cls) {
     const td = document.createElement("td");
@@ -66,7 +67,7 @@
     return tr;
   }
 
-  async function refresh() {
+  async function refresh(board) {
     try {
       const response = await fetch(board.dataset.source, { headers: { Accept: "application/json" }, cache: "no-store" });
       if (!response.ok) return;
@@ -76,5 +77,5 @@
       // the next poll tries again
     }
   }
-  setInterval(refresh, Number(board.dataset.pollMs) || 2000);
+  for (const board of boards) setInterval(() => refresh(board), Number(board.dataset.pollMs) || 2000);
 })();
