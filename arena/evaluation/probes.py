@@ -10,12 +10,16 @@ its 95% interval. Here it becomes a service:
   ``ARENA_PROBE_AUTO`` the :class:`ProbeService` queues one for every submitted agent
   once it is ``rated``.
 * **Fair shares.** At one budget an agent has one probe, whatever the seed: asking again
-  returns the queued, running or finished one (only a failed probe is tried again). A
+  returns the queued, running or finished one (only a failed probe is tried again; a
+  partial unique index holds it). A
   user may have ``ARENA_PROBES_QUEUED_PER_USER`` probes queued or running and ask for
   ``ARENA_PROBES_PER_USER_PER_DAY`` a UTC day (429 beyond; admins and the service's own
   ``auto`` probes are not limited), and the workers serve requesters in turn
   (:func:`in_turn`: the one served least recently first), not the queue in order, so
-  one user's flood waits behind everyone else's next probe.
+  one user's flood waits behind everyone else's next probe. The counts are checked and
+  the probe written in one transaction that holds the probe queue's lock
+  (:func:`~arena.storage.db.repositories.lock_probe_queue`), so racing requests never
+  pass a quota.
 * **Workers.** At most ``ARENA_PROBE_CONCURRENCY`` probes run at once, each on one
   CPU with one torch thread at lower priority (``ARENA_PROBE_NICENESS``; see
   :mod:`arena.evaluation.probe_worker`): a Ray task (``num_cpus=1``, scheduled only on
@@ -111,6 +115,9 @@ def queue_probe(services: Services, agent_id: int, requested_by: str, *, budget_
         raise InvalidParameter(f"budget_env_steps is at most {settings.probe_budget_steps} "
                                f"(ARENA_PROBE_BUDGET_STEPS) unless an admin asks")
     def store(session: Session) -> tuple[repo.ProbeInfo, bool]:
+        # Every count below gates the insert: one writer of new probes at a time (and the
+        # partial unique index keeps one probe of an agent at a budget whatever writes it).
+        repo.lock_probe_queue(session)
         agent = repo.get_agent(session, agent_id)
         assert agent is not None, "the caller checked the agent exists"
         if not probe_supported(agent.env_id):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
@@ -23,6 +24,7 @@ from arena.ladder.people import (
     GUEST_DONE,
     OPEN_GAMES,
     OPEN_GAMES_NAME,
+    PLAYABLE_ENVS,
     START_WITHIN_S,
     HumanMatchQueue,
     PlayRequest,
@@ -335,3 +337,48 @@ def test_a_game_whose_service_is_killed_is_played_once_by_the_next_and_gives_its
     assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}")) is None
     assert play_token_agent(services.redis, keys, ticket["play_token"]) is None
     assert services.redis.scard(keys.human_matches_open()) == 0 and services.redis.llen(keys.human_matches()) == 0
+
+
+def test_racing_play_requests_open_one_game_per_env_and_at_most_the_open_games(live):
+    services, keys = live.services, live.services.pool.keys
+    agents = {env: services.sessions.write_transaction(lambda s, env=env: register_builtin_agents(s, env, ["random"]),
+                                                       what="builtins")["random"] for env in PLAYABLE_ENVS}
+    auth = {"Authorization": f"Bearer {live.user('gail')}"}
+    racers = 20
+    start = threading.Barrier(racers)
+    codes: list[int] = []
+
+    def play(agent_id: int) -> None:
+        with httpx.Client(base_url=live.url, headers=auth, timeout=60) as client:
+            start.wait()
+            codes.append(client.post(f"{API}/agents/{agent_id}/play", json={"seat": 0}).status_code)
+
+    # No background service runs: every game accepted stays open. 20 at once at one env: one game.
+    threads = [threading.Thread(target=play, args=(agents[ENV],)) for _ in range(racers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert sorted(codes) == [202] + [429] * (racers - 1)
+    uid = user_id(services, auth["Authorization"].removeprefix("Bearer "))
+    assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}:{ENV}")) == b"1"
+    assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}")) == b"1"
+    assert services.redis.llen(keys.human_matches()) == 1
+
+    # 20 at once spread over the envs: OPEN_GAMES in all, one per env.
+    codes.clear()
+    start = threading.Barrier(racers)
+    threads = [threading.Thread(target=play, args=(agents[PLAYABLE_ENVS[k % len(PLAYABLE_ENVS)]],))
+               for k in range(racers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert sorted(codes) == [202] * (OPEN_GAMES - 1) + [429] * (racers - OPEN_GAMES + 1)
+    assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}")) == str(OPEN_GAMES).encode()
+    for env in PLAYABLE_ENVS:
+        assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}:{env}")) == b"1"
+    assert services.redis.llen(keys.human_matches()) == OPEN_GAMES
+    with services.sessions() as session:
+        humans = [a for env in PLAYABLE_ENVS for a in repo.list_agents(session, env) if a.kind == "human"]
+    assert sorted(a.env_id for a in humans) == sorted(PLAYABLE_ENVS)  # one human agent per env, no twins

@@ -27,6 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     func,
+    text,
     true,
 )
 from sqlalchemy.orm import Mapped, mapped_column
@@ -314,6 +315,9 @@ class Probe(Base):
         CheckConstraint(one_of("status", PROBE_STATUSES), name="status"),
         Index("ix_probes_agent_id_id", "agent_id", "id"),
         Index("ix_probes_status_id", "status", "id"),
+        # One probe of an agent at a budget that has not failed (migration 0012_one_probe).
+        Index("uq_probes_agent_id_budget_env_steps", "agent_id", "budget_env_steps", unique=True,
+              postgresql_where=text("status <> 'failed'"), sqlite_where=text("status <> 'failed'")),
         {"sqlite_autoincrement": True},
     )
 

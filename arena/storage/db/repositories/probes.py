@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from arena.storage.db.base import utcnow
@@ -50,6 +50,19 @@ def _select() -> Any:
 
 def _info(row: Any) -> ProbeInfo:
     return ProbeInfo(**{f: getattr(row, f) for f in PROBE_FIELDS})
+
+
+PROBE_QUEUE_LOCK = 0x6172656E612E7071
+"""pg_advisory_xact_lock key of the writers of new probes ("arena.pq" as a 64-bit int)."""
+
+
+def lock_probe_queue(session: Session) -> None:
+    """Serialise the transactions that queue probes, until this one ends, so that the counts
+    that gate a new probe (per user queued and per day, the queue's size, one per agent and
+    budget) are exact when requests race. PostgreSQL: a transaction-scoped advisory lock;
+    SQLite: nothing to do (write transactions begin ``IMMEDIATE``: one writer at a time)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PROBE_QUEUE_LOCK})
 
 
 def add_probe(session: Session, agent_id: int, env_id: str, budget_env_steps: int, eval_games: int,
