@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from agents.catalog import make_policy
 from agents.checkpoint import validate_spec
 from agents.checkpoint_spec import ONNX_ARCH
 from arena.competitions.rules import (
@@ -39,7 +40,7 @@ from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
 from arena.storage.db.repositories import competitions as comp_repo
 from arena.storage.wiring import Services
-from envs.errors import InvalidSubmission
+from envs.errors import ArenaError, InvalidSubmission
 from envs.registry import get_spec
 
 
@@ -113,11 +114,13 @@ def _reference_ids(session: Session, env_id: str, names: tuple[str, ...]) -> lis
     """Agent ids of the reference agents: agent ids as digits, builtin names otherwise."""
     ids = [int(n) for n in names if n.isdigit()]
     builtins = [n for n in names if not n.isdigit()]
-    if builtins:
+    for name in builtins:
         try:
-            ids += list(register_builtin_agents(session, env_id, builtins).values())
-        except (ValueError, KeyError) as exc:
+            make_policy(name, env_id)  # a name no scripted agent answers to would fail every match
+        except ArenaError as exc:
             raise InvalidParameter(f"reference_agents: {exc}") from None
+    if builtins:
+        ids += list(register_builtin_agents(session, env_id, builtins).values())
     agents = repo.get_agents(session, ids)
     wrong = [i for i in ids if i not in agents or agents[i].env_id != env_id]
     if wrong:

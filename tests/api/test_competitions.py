@@ -57,6 +57,11 @@ def test_only_admins_and_organizers_create_and_settings_freeze_once_open(client)
     assert refused.status_code == 403 and "organizer" in refused.json()["detail"]
     assert client.put(f"{API}/competitions/organizers/alice", headers=auth(alice)).status_code == 403
     assert client.put(f"{API}/competitions/organizers/alice", headers=ADMIN).status_code == 200
+    unknown = client.post(f"{API}/competitions", json={**body, "reference_agents": ["grandmaster"]},
+                          headers=auth(alice))
+    assert unknown.status_code == 422 and "grandmaster" in unknown.json()["detail"]
+    not_1v1 = client.post(f"{API}/competitions", json={**body, "env": "simple_tag-v3"}, headers=auth(alice))
+    assert not_1v1.status_code == 422 and "two-player" in not_1v1.json()["detail"]
     competition = _competition(client, auth(alice))
     assert competition["created_at"] and competition["reference_agents"]
     url = f"{API}/competitions/{competition['id']}"
