@@ -40,5 +40,6 @@ from tests.fixtures_redis import (  # noqa: F401 - fixtures shared by the suite
     embedded_redis,
     redis_key_prefix,
     redis_url,
+    snapshot_pool,
     system_redis_url,
 )

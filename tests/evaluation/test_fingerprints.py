@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,24 +17,13 @@ from agents.neural import NeuralPolicy, random_init_checkpoint
 from agents.onnx_agents.export import export_onnx, onnx_spec
 from arena.evaluation.fingerprint_positions import fingerprint_positions, scripted_mix
 from arena.evaluation.fingerprints import TTL_S, FingerprintStore, policy_fingerprint
-from arena.snapshots.durable import FileSnapshotStore
-from arena.snapshots.keys import RedisKeys
 from arena.snapshots.pool import RedisSnapshotPool
-from arena.storage.redis_server import connect_redis
 from league.evaluation.fingerprints import near_duplicates, similarity
 
 pytestmark = pytest.mark.redis
 
 TTT = "tictactoe-v3"
 HIDDEN = {"hidden": [16]}
-
-
-@pytest.fixture
-def pool(redis_url: str, tmp_path: Path, redis_key_prefix: str) -> Iterator[RedisSnapshotPool]:
-    client = connect_redis(redis_url, timeout_s=5)
-    yield RedisSnapshotPool(client, FileSnapshotStore(tmp_path / "snapshots", fsync=False),
-                            keys=RedisKeys(redis_key_prefix))
-    client.close()
 
 
 def _checkpoint(seed: int, noise: float = 0.0) -> LoadedCheckpoint:
@@ -79,27 +67,28 @@ def test_a_noisy_copy_has_the_fingerprint_of_its_original_and_another_init_does_
     assert [(s.a, s.b) for s in near_duplicates({1: original, 2: copy, 3: other})] == [(1, 2)]
 
 
-def test_fingerprints_are_cached_by_snapshot_and_written_only_when_asked(pool: RedisSnapshotPool):
+def test_fingerprints_are_cached_by_snapshot_and_written_only_when_asked(snapshot_pool: RedisSnapshotPool):
     positions = fingerprint_positions(TTT, "player")
     ck = _checkpoint(0)
-    sha = pool.put(serialize_weights(ck.state_dict), ck.spec, TTT)
-    anonymous = FingerprintStore(pool, pool.client, pool.keys)
+    sha = snapshot_pool.put(serialize_weights(ck.state_dict), ck.spec, TTT)
+    anonymous = FingerprintStore(snapshot_pool, snapshot_pool.client, snapshot_pool.keys)
     first = anonymous.get(positions, sha, persist=False)
-    assert first.error == "" and anonymous.computed == 1 and _fp_keys(pool) == []
+    assert first.error == "" and anonymous.computed == 1 and _fp_keys(snapshot_pool) == []
     assert anonymous.get(positions, sha, persist=False).probs is first.probs and anonymous.computed == 1
 
-    admin = FingerprintStore(pool, pool.client, pool.keys)  # another process: nothing in it yet
+    # another process: nothing in it yet
+    admin = FingerprintStore(snapshot_pool, snapshot_pool.client, snapshot_pool.keys)
     stored = admin.get(positions, sha)
-    [key] = _fp_keys(pool)
-    assert key.decode() == pool.keys.fingerprint(positions.digest, sha)
+    [key] = _fp_keys(snapshot_pool)
+    assert key.decode() == snapshot_pool.keys.fingerprint(positions.digest, sha)
     with pytest.raises(ValueError, match="digest"):
-        pool.keys.fingerprint("../" + positions.digest[3:], sha)  # keys are never built from arbitrary text
-    assert 0 < pool.client.ttl(key) <= TTL_S
+        snapshot_pool.keys.fingerprint("../" + positions.digest[3:], sha)  # keys are never built from arbitrary text
+    assert 0 < snapshot_pool.client.ttl(key) <= TTL_S
     assert np.array_equal(stored.probs, first.probs)
-    reader = FingerprintStore(pool, pool.client, pool.keys)
+    reader = FingerprintStore(snapshot_pool, snapshot_pool.client, snapshot_pool.keys)
     assert np.array_equal(reader.get(positions, sha).probs, first.probs) and reader.computed == 0
 
-    onnx = pool.put(export_onnx(LoadedCheckpoint(ck.spec, ck.state_dict, sha)),
+    onnx = snapshot_pool.put(export_onnx(LoadedCheckpoint(ck.spec, ck.state_dict, sha)),
                     onnx_spec(LoadedCheckpoint(ck.spec, ck.state_dict, sha)), TTT)
     exported = admin.get(positions, onnx)  # the same network as ONNX: the same behaviour
     assert exported.error == "", exported.error
@@ -107,7 +96,7 @@ def test_fingerprints_are_cached_by_snapshot_and_written_only_when_asked(pool: R
     assert agreement == 1.0 and kl < 1e-6
 
     other_env, spec = random_init_checkpoint("connect_four-v3", "mlp", HIDDEN, seed=0)
-    wrong = admin.get(positions, pool.put(serialize_weights(other_env), spec, "connect_four-v3"))
+    wrong = admin.get(positions, snapshot_pool.put(serialize_weights(other_env), spec, "connect_four-v3"))
     assert wrong.probs is None and "plays connect_four-v3/player" in wrong.error
 
 

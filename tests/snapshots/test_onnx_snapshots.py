@@ -5,8 +5,6 @@ checked by its own validator (the safetensors one is not weakened)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -17,11 +15,8 @@ from agents.checkpoint import make_spec
 from agents.onnx_agents.policy import OnnxPolicy
 from agents.policy import MatchRng
 from arena.snapshots.cache import SnapshotCache
-from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.formats import onnx_device, snapshot_format
-from arena.snapshots.keys import RedisKeys
 from arena.snapshots.pool import RedisSnapshotPool
-from arena.storage.redis_server import connect_redis
 from envs.errors import InvalidSubmission
 from tests.agents.onnx_corpus import ENV, honest_model, hostile_corpus, spec_json
 from tests.snapshots.test_pool import tiny_weights
@@ -31,24 +26,16 @@ pytestmark = pytest.mark.redis
 POOL = "submissions.tictactoe-v3"
 
 
-@pytest.fixture
-def pool(redis_url: str, tmp_path: Path, redis_key_prefix: str) -> Iterator[RedisSnapshotPool]:
-    client = connect_redis(redis_url, timeout_s=5)
-    yield RedisSnapshotPool(client, FileSnapshotStore(tmp_path / "snapshots", fsync=False),
-                            keys=RedisKeys(redis_key_prefix))
-    client.close()
-
-
-def test_an_onnx_snapshot_round_trips_survives_redis_and_plays(pool: RedisSnapshotPool) -> None:
+def test_an_onnx_snapshot_round_trips_survives_redis_and_plays(snapshot_pool: RedisSnapshotPool) -> None:
     data = honest_model(seed=4)
-    sha = pool.put(data, spec_json(), POOL, meta={"agent_key": "x"})
+    sha = snapshot_pool.put(data, spec_json(), POOL, meta={"agent_key": "x"})
     assert sha == hashlib.sha256(data).hexdigest()
-    folder = pool.durable.root / sha[:2]
+    folder = snapshot_pool.durable.root / sha[:2]
     assert sorted(p.name for p in folder.iterdir()) == [f"{sha}.json", f"{sha}.onnx"]
-    pool.client.flushdb()  # Redis loses everything: the durable copy serves it
-    weights, spec = pool.get(sha)
-    assert weights == data and snapshot_format(spec) == "onnx" and pool.list(POOL) == [sha]
-    policy = SnapshotCache(pool).get(sha)
+    snapshot_pool.client.flushdb()  # Redis loses everything: the durable copy serves it
+    weights, spec = snapshot_pool.get(sha)
+    assert weights == data and snapshot_format(spec) == "onnx" and snapshot_pool.list(POOL) == [sha]
+    policy = SnapshotCache(snapshot_pool).get(sha)
     assert isinstance(policy, OnnxPolicy) and policy.weights_hash == sha
     gen = np.random.default_rng(0)
     obs = (gen.random((16, 3, 3, 2)) < 0.3).astype(np.float32)
@@ -58,19 +45,19 @@ def test_an_onnx_snapshot_round_trips_survives_redis_and_plays(pool: RedisSnapsh
     assert mask[np.arange(16), actions].all()
 
 
-def test_each_format_is_checked_by_its_own_validator(pool: RedisSnapshotPool) -> None:
+def test_each_format_is_checked_by_its_own_validator(snapshot_pool: RedisSnapshotPool) -> None:
     custom_op = next(c for c in hostile_corpus() if c.name == "custom_op_node")
     with pytest.raises(InvalidSubmission, match="custom operators"):
-        pool.put(custom_op.data, spec_json(), POOL)  # the static checks run on put
+        snapshot_pool.put(custom_op.data, spec_json(), POOL)  # the static checks run on put
     with pytest.raises(InvalidSubmission, match="not an ONNX model"):
-        pool.put(tiny_weights(1), spec_json(), POOL)  # safetensors bytes, onnx spec
+        snapshot_pool.put(tiny_weights(1), spec_json(), POOL)  # safetensors bytes, onnx spec
     mlp = make_spec(ENV, "mlp", {"hidden": [8]})
     with pytest.raises(InvalidSubmission, match='its spec needs "arch": "onnx"'):
-        pool.put(honest_model(), mlp, POOL)  # ONNX bytes, safetensors spec
+        snapshot_pool.put(honest_model(), mlp, POOL)  # ONNX bytes, safetensors spec
     with pytest.raises(InvalidSubmission, match="NaN or infinite"):
-        pool.put(_nan_weights(), mlp, POOL)  # the full safetensors validator still runs
-    assert list(pool.client.scan_iter(match=pool.keys.pattern())) == []
-    assert list(pool.durable.root.iterdir()) == []
+        snapshot_pool.put(_nan_weights(), mlp, POOL)  # the full safetensors validator still runs
+    assert list(snapshot_pool.client.scan_iter(match=snapshot_pool.keys.pattern())) == []
+    assert list(snapshot_pool.durable.root.iterdir()) == []
 
 
 def _nan_weights() -> bytes:
