@@ -29,26 +29,9 @@ from arena.storage.db.repositories import competitions as comp_repo
 from arena.storage.wiring import open_services
 from envs.registry import get_spec
 from league.competitions.certification import FINAL_RATING_ENV
+from tests.ladder.dying_runner import Crash, DiesAfter
 
 ADMIN = service.Caller(None, "admin", True)
-
-
-class Crash(RuntimeError):
-    pass
-
-
-class DiesAfter:
-    """Plays ``good`` batches, takes one more off the queue (dispatched), then dies."""
-
-    def __init__(self, good: int) -> None:
-        self.good, self.inner, self.dispatched = good, InProcessRunner(), []
-
-    def run(self, batches):
-        for i, batch in enumerate(batches):
-            self.dispatched.append([j.match_id for j in batch.jobs])
-            if i == self.good:
-                raise Crash("worker host lost")
-            yield from self.inner.run([batch])
 
 
 @pytest.fixture

@@ -13,32 +13,15 @@ from arena.storage.db import make_engine, session_factory
 from arena.storage.db import repositories as repo
 from arena.storage.retry import retry_transient
 from envs.errors import ServiceUnavailable
+from tests.ladder.dying_runner import Crash, DiesAfter
 
 NAMES = ["heuristic", "heuristic:epsilon=0.5", "random"]
-
-
-class Crash(RuntimeError):
-    pass
 
 
 def _ladder(url: str, batch: int = 200) -> Ladder:
     ladder = open_ladder(session_factory(make_engine(url)), LadderConfig("connect_four-v3", batch_size=batch, seed=5))
     ladder.add_agents([AgentSource(key=n, builtin=n) for n in NAMES])
     return ladder
-
-
-class DiesAfter:
-    """Plays ``good`` batches, takes one more off the queue (dispatched), then dies."""
-
-    def __init__(self, good: int) -> None:
-        self.good, self.inner, self.dispatched = good, InProcessRunner(), []
-
-    def run(self, batches):
-        for i, batch in enumerate(batches):
-            self.dispatched.append([j.match_id for j in batch.jobs])
-            if i == self.good:
-                raise Crash("worker host lost")
-            yield from self.inner.run([batch])
 
 
 def test_a_crashed_run_leaves_its_matches_queued_and_the_next_run_plays_them_once(migrated_db_url):
