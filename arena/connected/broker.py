@@ -40,19 +40,18 @@ class Presence:
         conn: The connection's id.
         since: Unix seconds it connected.
         text: The client asked for text renderings.
+        fence: Its fencing token (each connection of the agent gets a larger one).
     """
 
     conn: str
     since: float
     text: bool
-
-    def to_json(self) -> str:
-        return json.dumps({"conn": self.conn, "since": self.since, "text": self.text})
+    fence: int = 0
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> Presence:
         data = json.loads(raw)
-        return cls(str(data["conn"]), float(data["since"]), bool(data.get("text", False)))
+        return cls(str(data["conn"]), float(data["since"]), bool(data.get("text", False)), int(data.get("fence", 0)))
 
 
 class ConnectedBroker:

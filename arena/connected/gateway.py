@@ -1,20 +1,26 @@
 """The API process's side of a connected agent: one WebSocket, bridged to Redis.
 
-:class:`Connection` runs while a client is connected: it claims the agent's presence
-(one live connection per agent, across every API process), forwards the decision
-batches the engine queued for the agent and the results of its finished matches, and
-pushes every answer to the reply list of the request it answers. Three tasks share it:
+:class:`Connection` runs while a client is connected: it takes the agent over (the
+newest connection of an agent wins, across every API process: :mod:`arena.connected.lease`
+holds the Redis side, fencing tokens included), forwards the decision batches the engine
+queued for the agent and the results of its finished matches, and pushes every answer
+to the reply list of the request it answers. Four tasks share it:
 
-* the **pump** pops requests and results from Redis and writes them to the socket;
+* the **pump** moves requests from the agent's queue to this connection's processing
+  list (``BLMOVE``) and writes them to the socket;
+* the **events** task writes the results of finished matches, and closes the connection
+  (4409) when a newer connection of the agent took over;
 * the **reader** checks every client frame (:mod:`arena.connected.protocol`): size,
   type, that an answer names a request this connection was sent and has one action
   per row. A malformed answer to a known request is passed on as refused, so its
   matches forfeit with ``invalid_output`` at once instead of waiting for the deadline;
-* the **heartbeat** keeps the presence key alive and notes when it was last seen.
+* the **heartbeat** keeps the presence and the connection's slots (limits per user and
+  per address, :mod:`arena.connected.slots`) alive and notes when it was last seen.
 
-When the socket closes, requests sent but not answered go back to the front of the
-agent's queue: a client that reconnects within the grace gets them again; otherwise
-the engine forfeits them with ``disconnected``.
+When the socket closes (or the pump is cancelled in the middle of a move), the requests
+in the processing list go back to the front of the agent's queue: a client that
+reconnects within the grace gets them again; otherwise the engine forfeits them with
+``disconnected``.
 """
 
 from __future__ import annotations
@@ -30,17 +36,19 @@ import msgpack
 import redis.asyncio as aredis
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketDisconnected
 
-from arena.connected.broker import PRESENCE_TTL_S, REPLY_TTL_S, Presence, reply_envelope
+from arena.connected.broker import reply_envelope
+from arena.connected.lease import TAKEN_OVER, Lease
 from arena.connected.protocol import (
-    CLOSE_ALREADY_CONNECTED,
     CLOSE_IDLE,
     CLOSE_PROTOCOL,
+    CLOSE_TAKEN_OVER,
     CLOSE_TOO_MANY,
     ProtocolError,
     decode_frame,
     encode,
     parse_answer,
 )
+from arena.connected.slots import ConnectionSlots, Slot
 from arena.snapshots.keys import RedisKeys
 
 log = logging.getLogger(__name__)
@@ -74,6 +82,8 @@ class Connection:
         agent_id: The agent it plays for.
         encoding: How to write to it (``msgpack`` or ``json``).
         text: It asked for text renderings (read by the engine from the presence).
+        slots: Its sockets' slots (per user, per address), renewed by its heartbeat.
+        limits: Where the slots are counted.
     """
 
     websocket: WebSocket
@@ -82,16 +92,18 @@ class Connection:
     agent_id: int
     encoding: str
     text: bool = False
+    slots: list[Slot] = field(default_factory=list)
+    limits: ConnectionSlots | None = None
     conn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     sent: dict[str, _Sent] = field(default_factory=dict)
     errors: int = 0
     answered: int = 0
+    ignored: int = 0
+    """Answers not passed on: a newer connection had taken the agent over."""
+    lease: Lease = field(init=False)
 
-    async def claim(self) -> bool:
-        """Take the agent's presence; ``False`` if another connection holds it."""
-        presence = Presence(self.conn_id, time.time(), self.text)
-        return bool(await self.client.set(self.keys.connected_online(self.agent_id), presence.to_json(),
-                                          nx=True, px=int(PRESENCE_TTL_S * 1000)))
+    def __post_init__(self) -> None:
+        self.lease = Lease(self.client, self.keys, self.agent_id, self.conn_id, self.text)
 
     async def send(self, message: dict[str, Any]) -> None:
         frame = encode(message, self.encoding)
@@ -101,15 +113,11 @@ class Connection:
             await self.websocket.send_text(frame)
 
     async def run(self, welcome: dict[str, Any]) -> None:
-        """Serve the client until it leaves (or breaks the protocol); always cleans up."""
-        if not await self.claim():
-            await self.send({"type": "error", "detail": "this agent is already connected elsewhere; "
-                                                        "one live connection per agent"})
-            await self.websocket.close(CLOSE_ALREADY_CONNECTED)
-            return
+        """Serve the client until it leaves, breaks the protocol or is taken over; always cleans up."""
         try:
+            await self.lease.claim()
             await self.send(welcome)
-            tasks = [asyncio.create_task(t) for t in (self._pump(), self._read(), self._heartbeat())]
+            tasks = [asyncio.create_task(t) for t in (self._pump(), self._events(), self._read(), self._heartbeat())]
             done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in pending:
                 task.cancel()
@@ -125,65 +133,68 @@ class Connection:
             await asyncio.shield(self._release())
 
     async def _release(self) -> None:
-        """Give the presence back, and unanswered live requests back to the queue."""
-        now = time.time()
-        live = [s.envelope for s in self.sent.values() if s.expires > now]
+        """Give the presence back (if still ours) and the unanswered requests back to the queue."""
         try:
-            pipe = self.client.pipeline(transaction=False)
-            if live:
-                pipe.lpush(self.keys.connected_requests(self.agent_id), *reversed(live))
-            pipe.set(self.keys.connected_seen(self.agent_id), str(now))
-            await pipe.execute()
-            key = self.keys.connected_online(self.agent_id)
-            raw = await self.client.get(key)
-            if raw is not None and Presence.from_json(raw).conn == self.conn_id:
-                await self.client.delete(key)
+            await self.lease.release()
         except Exception:
             log.warning("could not release agent %d's connection cleanly", self.agent_id, exc_info=True)
 
+    async def _taken_over(self) -> None:
+        await self.send({"type": "error", "detail": f"agent {self.agent_id} connected again elsewhere: the newest "
+                                                    "connection plays it and this one is closed"})
+        await self.websocket.close(CLOSE_TAKEN_OVER, "a newer connection took over this agent")
+
     async def _heartbeat(self) -> None:
-        key = self.keys.connected_online(self.agent_id)
         while True:
             await asyncio.sleep(HEARTBEAT_S)
-            raw = await self.client.get(key)
-            if raw is None or Presence.from_json(raw).conn != self.conn_id:
-                # Lost (Redis restarted, or a long stall): take it back if nobody else has.
-                if not await self.claim():
-                    await self.send({"type": "error", "detail": "another connection took over this agent"})
-                    await self.websocket.close(CLOSE_ALREADY_CONNECTED)
-                    return
-            else:
-                await self.client.pexpire(key, int(PRESENCE_TTL_S * 1000))
-            await self.client.set(self.keys.connected_seen(self.agent_id), str(time.time()))
+            held = await self.lease.refresh()
+            if held == TAKEN_OVER:  # its control message was lost: the presence says it too
+                await self._taken_over()
+                return
+            if held == 0:  # lost (Redis restarted, or a long stall): take it back
+                await self.lease.claim()
+            pipe = self.client.pipeline(transaction=False)
+            pipe.set(self.keys.connected_seen(self.agent_id), str(time.time()))
+            await pipe.execute()
+            if self.limits is not None:
+                await self.limits.renew(self.slots)
 
     async def _pump(self) -> None:
-        requests = self.keys.connected_requests(self.agent_id)
-        events = self.keys.connected_events(self.agent_id)
         while True:
             while len(self.sent) >= MAX_OUTSTANDING:
-                self._forget_expired()
+                await self._forget_expired()
                 await asyncio.sleep(0.01)
-            got = await self.client.blpop([requests, events], timeout=1)
-            if got is None:
-                self._forget_expired()
-                continue
-            key, raw = got
-            if key.decode() == events:
-                await self.send(msgpack.unpackb(raw, raw=False))
+            raw = await self.lease.take(1)
+            if raw is None:
+                await self._forget_expired()
                 continue
             envelope = msgpack.unpackb(raw, raw=False)
             if envelope["expires"] <= time.time():
-                continue  # its engine stopped waiting
+                await self.lease.drop([raw])  # its engine stopped waiting
+                continue
             self.sent[envelope["id"]] = _Sent(raw, int(envelope["rows"]), float(envelope["expires"]))
             if self.encoding == "msgpack":
                 await self.websocket.send_bytes(envelope["frame"])
             else:
                 await self.send(msgpack.unpackb(envelope["frame"], raw=False))
 
-    def _forget_expired(self) -> None:
+    async def _events(self) -> None:
+        """Results of finished matches, and the word that a newer connection took over."""
+        control, events = self.lease.control, self.keys.connected_events(self.agent_id)
+        while True:
+            got = await self.client.blpop([control, events], timeout=5)
+            if got is None:
+                continue
+            key, raw = got
+            if key.decode() == control:
+                await self._taken_over()
+                return
+            await self.send(msgpack.unpackb(raw, raw=False))
+
+    async def _forget_expired(self) -> None:
         now = time.time()
-        for rid in [rid for rid, s in self.sent.items() if s.expires <= now]:
-            del self.sent[rid]
+        gone = [rid for rid, s in self.sent.items() if s.expires <= now]
+        await self.lease.drop([self.sent.pop(rid).envelope for rid in gone])
 
     async def _read(self) -> None:
         window, frames = int(time.monotonic()), 0
@@ -228,20 +239,16 @@ class Connection:
             answer = parse_answer(message, sent.rows)
             envelope = reply_envelope(request_id, actions=answer.actions)
         except ProtocolError as exc:
-            await self._push(reply_key, reply_envelope(request_id, error=str(exc)), sent.expires)
+            await self._push(reply_key, sent, reply_envelope(request_id, error=str(exc)))
             raise
-        await self._push(reply_key, envelope, sent.expires)
-        self.answered += 1
+        if await self._push(reply_key, sent, envelope):
+            self.answered += 1
 
-    async def _push(self, key: str, envelope: bytes, expires: float) -> None:
-        """Hand the reply to the engine that waits for it (a late one is dropped)."""
-        left = expires - time.time()
-        if left <= 0:
-            return  # the engine stopped waiting: nobody would read it
-        if left > 1.0:  # the engine is blocked on this list and pops it at once
-            await self.client.rpush(key, envelope)
-            return
-        pipe = self.client.pipeline(transaction=False)  # it may give up first: let it expire
-        pipe.rpush(key, envelope)
-        pipe.expire(key, int(REPLY_TTL_S))
-        await pipe.execute()
+    async def _push(self, key: str, sent: _Sent, envelope: bytes) -> bool:
+        """Hand the reply to the engine that waits for it, unless a newer connection took the
+        agent over (then the request is its to answer; this late answer is ignored)."""
+        done = await self.lease.answer(key, sent.envelope, envelope, sent.expires)
+        if done == TAKEN_OVER:
+            self.ignored += 1
+            await self._taken_over()
+        return done > 0

@@ -152,11 +152,12 @@ class Settings(BaseSettings):
         default=2, ge=0, description="Challenges of one user queued or being played at the same time (0: off)."
     )
     connected_per_user: int = Field(
-        default=16, ge=1, description="Live connected-agent connections one user may hold (per API process)."
+        default=16, ge=1, description="Live connected-agent connections one user may hold (counted in Redis, across "
+        "every API process)."
     )
     connected_sockets_per_address: int = Field(
         default=64, ge=1, description="Open agent WebSockets, authenticated or not, per client address "
-        "(per API process)."
+        "(counted in Redis, across every API process)."
     )
     probe_auto: bool = Field(
         default=True, description="Queue an exploitability probe for every submitted agent once it is rated."

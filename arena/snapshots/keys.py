@@ -20,6 +20,18 @@ Layout (``prefix`` is ``"arena"`` in the service; tests use a unique prefix each
                                          unless its API process refreshes it)
     {prefix}:conn:seen:{agent}   STRING  unix seconds it was last connected
     {prefix}:conn:events:{agent} LIST    finished-match results for its connection
+    {prefix}:conn:proc:{agent}:{conn}
+                                 LIST    requests connection ``conn`` took and has not
+                                         answered (given back to conn:req when it ends
+                                         or a newer connection takes over)
+    {prefix}:conn:fence:{agent}  HASH    fence (the fencing token of the newest claim,
+                                         incremented by each) and conn (its connection)
+    {prefix}:conn:ctl:{conn}     LIST    "a newer connection took over" for connection
+                                         ``conn`` (expires)
+    {prefix}:conn:slots:{kind}:{subject}
+                                 ZSET    open sockets of a user or an address, across API
+                                         processes: member a socket's id, score when it
+                                         stops counting unless its process renews it
     {prefix}:people:game:{id}    HASH    one person's game (a durable queue's record, as a
                                          challenge's: request, status, heartbeat, owner,
                                          attempts, error, finished, queued)
@@ -38,6 +50,14 @@ Layout (``prefix`` is ``"arena"`` in the service; tests use a unique prefix each
                                  STRING  a snapshot's clone fingerprint (float32 action
                                          probabilities) on position set ``positions``
                                          (expires; recomputed from the snapshot)
+    {prefix}:fperr:{positions}:{sha256}
+                                 STRING  why the snapshot has no fingerprint (expires)
+    {prefix}:fppos:{env}:{role}  STRING  the position set the fingerprint worker uses
+                                         (JSON: digest, count, num_actions or error)
+    {prefix}:fpjob:{env}:{role}:{sha256}
+                                 STRING  a fingerprint queued or being computed (single
+                                         flight; expires if its worker died)
+    {prefix}:fpqueue             LIST    fingerprint jobs (JSON) for the background service
 
 A pool is a league or an env id (``connect_four-v3``, ``league.<name>.<env>``: :func:`league_pool`). Keys hold no
 state that cannot be rebuilt from the durable snapshot store (the limit counters
@@ -156,6 +176,22 @@ class RedisKeys:
         """LIST of finished-match results for ``agent_id``'s connection."""
         return f"{self.prefix}:conn:events:{int(agent_id)}"
 
+    def connected_processing(self, agent_id: int, conn_id: str) -> str:
+        """LIST of the requests connection ``conn_id`` of ``agent_id`` took and has not answered."""
+        return f"{self.prefix}:conn:proc:{int(agent_id)}:{_limit_part(conn_id)}"
+
+    def connected_fence(self, agent_id: int) -> str:
+        """HASH of ``agent_id``'s newest claim: ``fence`` (its fencing token) and ``conn``."""
+        return f"{self.prefix}:conn:fence:{int(agent_id)}"
+
+    def connected_control(self, conn_id: str) -> str:
+        """LIST telling connection ``conn_id`` that a newer connection took its agent over."""
+        return f"{self.prefix}:conn:ctl:{_limit_part(conn_id)}"
+
+    def connection_slots(self, kind: str, subject: str) -> str:
+        """ZSET of the open sockets of a user or an address (``kind``), in every API process."""
+        return f"{self.prefix}:conn:slots:{_limit_part(kind)}:{_limit_part(subject)}"
+
     def pattern(self) -> str:
         """``SCAN MATCH`` pattern of every key in this namespace (prefix is glob-safe)."""
         return f"{self.prefix}:*"
@@ -193,6 +229,22 @@ class RedisKeys:
         if not isinstance(positions, str) or not _DIGEST.match(positions):
             raise ValueError(f"expected a position set digest of 16 lowercase hex digits, got {positions!r}")
         return f"{self.prefix}:fp:{positions}:{check_sha256(sha256)}"
+
+    def fingerprint_error(self, positions: str, sha256: str) -> str:
+        """STRING: why snapshot ``sha256`` has no fingerprint on the position set ``positions``."""
+        return f"{self.prefix}:fperr:{self.fingerprint(positions, sha256).rsplit(':', 2)[1]}:{sha256}"
+
+    def fingerprint_positions(self, env_id: str, role: str) -> str:
+        """STRING: the position set of ``env_id`` and ``role`` the fingerprint worker uses."""
+        return f"{self.prefix}:fppos:{_limit_part(env_id)}:{_limit_part(role)}"
+
+    def fingerprint_job(self, env_id: str, role: str, sha256: str) -> str:
+        """STRING: a fingerprint of ``sha256`` queued or being computed (the single-flight mark)."""
+        return f"{self.prefix}:fpjob:{_limit_part(env_id)}:{_limit_part(role)}:{check_sha256(sha256)}"
+
+    def fingerprint_queue(self) -> str:
+        """LIST of fingerprint jobs for the background service."""
+        return f"{self.prefix}:fpqueue"
 
 
 def _limit_part(text: str) -> str:

@@ -207,15 +207,15 @@ def test_frames_are_checked_and_answers_must_match_their_request(live, agent_and
 def test_one_connection_per_agent_bad_tokens_and_other_peoples_agents_are_refused(live, agent_and_token):
     agent, token = agent_and_token
     first = open_raw(live, token, agent["id"])
+    second = open_raw(live, token, agent["id"])  # the newest connection wins: the first is closed
     try:
-        with connect(ws_url(live, agent["id"])) as second:
-            second.send(msgpack.packb({"type": "hello", "protocol": 1, "token": token}))
-            assert "already connected" in msgpack.unpackb(second.recv(timeout=5))["detail"]
-            with pytest.raises(ConnectionClosed) as closed:
-                second.recv(timeout=5)
-            assert closed.value.rcvd.code == 4409
+        assert "connected again elsewhere" in msgpack.unpackb(first.recv(timeout=5))["detail"]
+        with pytest.raises(ConnectionClosed) as closed:
+            first.recv(timeout=5)
+        assert closed.value.rcvd.code == 4409
     finally:
         first.close()
+        second.close()
     other = live.user("trent")
     for bad, code in ((other, 4403), ("not-a-token", 4401)):
         with connect(ws_url(live, agent["id"])) as ws:

@@ -102,29 +102,49 @@ def test_a_ray_worker_asks_a_connected_agent_like_the_service_does(live, run_cli
     assert [(r.match_id, r.actions) for r in on_ray] == [(r.match_id, r.actions) for r in local]
 
 
-def test_two_api_processes_share_the_agents_one_connection_each(live, run_client):
+def test_two_api_processes_share_the_agent_and_the_newest_connection_wins(live):
     """A second API server on the same database and Redis: the agent connected to it is
-    played like any other, and the other server refuses a second connection for it."""
-    from websockets.exceptions import ConnectionClosed
+    played like any other, and a newer connection through the other server takes it over
+    (the first is closed with 4409, and its client stops for good instead of taking it back)."""
+    import threading
+
     from websockets.sync.client import connect
 
     from arena.api.app import create_app
+    from arena.client.connected.client import AgentClient, ConnectionRefused
     from tests.client.live import LiveServer
 
     other = LiveServer(create_app(live.services))
+    ended: list[BaseException | None] = []
+    first = None
     try:
         token = live.user("frank")
         agent = live.connected_agent(token, "on-the-other-server")
-        run_client(other.url, token, agent["id"], first_legal)
+        first = AgentClient(other.url, token, agent["id"], first_legal)
+
+        def play_first() -> None:
+            try:
+                first.run()
+                ended.append(None)
+            except BaseException as exc:  # noqa: BLE001 - the test reads it
+                ended.append(exc)
+
+        thread = threading.Thread(target=play_first, daemon=True)
+        thread.start()
         wait_online(live, agent["id"])
         records, _ = play(live, agent, "random", 6)
         assert {r.termination for r in records} == {"normal"}
         url = live.url.replace("http://", "ws://") + f"/api/v1/agents/{agent['id']}/connect"
         with connect(url) as ws:
             ws.send(json.dumps({"type": "hello", "protocol": 1, "token": token, "encoding": "json"}))
-            assert "already connected" in ws.recv(timeout=5)
-            with pytest.raises(ConnectionClosed) as closed:
-                ws.recv(timeout=5)
-            assert closed.value.rcvd.code == 4409
+            assert json.loads(ws.recv(timeout=5))["type"] == "welcome"
+            thread.join(15)
+            assert not thread.is_alive(), "the older connection was not closed"
+            [error] = ended
+            assert isinstance(error, ConnectionRefused) and "newer connection" in str(error)
+            presence = live.services.connected_policies().broker.presence(agent["id"])
+            assert presence is not None and presence.fence == 2  # the newer one's token
     finally:
+        if first is not None:
+            first.stop()
         other.stop()

@@ -9,9 +9,8 @@ so the ladder's workers reach it from any process.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
-import threading
-from collections import Counter
 from typing import Annotated, Any
 
 import redis.asyncio as aredis
@@ -36,6 +35,7 @@ from arena.connected.protocol import (
     encode,
     parse_hello,
 )
+from arena.connected.slots import ConnectionSlots, Slot
 from arena.connected.time_controls import time_control
 from arena.ladder.people import play_token_agent
 from arena.ladder.registration import register_connected_agent
@@ -51,33 +51,14 @@ HELLO_TIMEOUT_S = 10.0
 """A socket that has not said ``hello`` within this long is closed."""
 
 
-class _Sockets:
-    """Open sockets per address and live connections per user (this process)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.by_address: Counter[str] = Counter()
-        self.by_user: Counter[int | str] = Counter()  # a user id; a guest (no user) by its name
-
-    def take(self, counter: Counter, key: Any, limit: int) -> bool:
-        with self.lock:
-            if counter[key] >= limit:
-                return False
-            counter[key] += 1
-            return True
-
-    def give(self, counter: Counter, key: Any) -> None:
-        with self.lock:
-            counter[key] -= 1
-            if counter[key] <= 0:
-                del counter[key]
-
-
-def _sockets(websocket: WebSocket) -> _Sockets:
+def _slots(websocket: WebSocket, client: aredis.Redis, services: Services) -> ConnectionSlots:
+    """The process's counter of sockets per user and per address (in Redis: every API process
+    counts the same sockets)."""
     state = websocket.app.state
-    if getattr(state, "connected_sockets", None) is None:
-        state.connected_sockets = _Sockets()
-    return state.connected_sockets
+    slots = getattr(state, "connected_slots", None)
+    if slots is None or slots.client is not client:
+        slots = state.connected_slots = ConnectionSlots(client, services.pool.keys)
+    return slots
 
 
 def _redis(websocket: WebSocket, services: Services) -> aredis.Redis:
@@ -119,18 +100,27 @@ async def register_connected(body: ConnectedAgentCreate, user: WriterDep, state:
 async def connect(websocket: WebSocket, agent_id: Annotated[int, Path(ge=1, le=MAX_ID)]) -> None:
     """The connected agent's socket (protocol version 1; see docs/connected.md)."""
     services: Services = websocket.app.state.api.services
-    sockets = _sockets(websocket)
+    client = _redis(websocket, services)
+    slots = _slots(websocket, client, services)
     address = client_address(websocket)  # type: ignore[arg-type]
     await websocket.accept()
-    if not sockets.take(sockets.by_address, address, services.settings.connected_sockets_per_address):
+    limit = services.settings.connected_sockets_per_address
+    slot = await slots.take("address", _subject(address), limit)
+    if slot is None:
         await websocket.close(CLOSE_TOO_MANY, "too many sockets from this address")
         return
     try:
-        await _serve(websocket, services, sockets, agent_id)
+        await _serve(websocket, services, slots, slot, agent_id)
     except WebSocketDisconnect:
         pass
     finally:
-        sockets.give(sockets.by_address, address)
+        await asyncio.shield(slots.give(slot))
+
+
+def _subject(text: str) -> str:
+    """A limit's subject as a Redis key part (an odd address or name by its digest)."""
+    ok = text and len(text) <= 120 and all(c.isalnum() or c in "_.:+-" for c in text)
+    return text if ok else "sha256." + hashlib.sha256(text.encode()).hexdigest()
 
 
 async def _refuse(websocket: WebSocket, code: int, detail: str, encoding: str = "json") -> None:
@@ -142,7 +132,8 @@ async def _refuse(websocket: WebSocket, code: int, detail: str, encoding: str = 
         pass
 
 
-async def _serve(websocket: WebSocket, services: Services, sockets: _Sockets, agent_id: int) -> None:
+async def _serve(websocket: WebSocket, services: Services, slots: ConnectionSlots, address_slot: Slot,
+                 agent_id: int) -> None:
     try:
         message = await asyncio.wait_for(websocket.receive(), HELLO_TIMEOUT_S)
     except TimeoutError:
@@ -166,10 +157,11 @@ async def _serve(websocket: WebSocket, services: Services, sockets: _Sockets, ag
         await _refuse(websocket, *found, hello.encoding)
         return
     principal, agent = found
-    user_key = principal.user_id if principal.user_id is not None else principal.name
-    if not sockets.take(sockets.by_user, user_key, services.settings.connected_per_user):
-        await _refuse(websocket, CLOSE_TOO_MANY,
-                      f"at most {services.settings.connected_per_user} live connections per user", hello.encoding)
+    user_key = f"user.{principal.user_id}" if principal.user_id is not None else _subject(f"guest.{principal.name}")
+    limit = services.settings.connected_per_user
+    user_slot = await slots.take("user", user_key, limit)
+    if user_slot is None:
+        await _refuse(websocket, CLOSE_TOO_MANY, f"at most {limit} live connections per user", hello.encoding)
         return
     try:
         spec = get_spec(agent.env_id)
@@ -181,14 +173,14 @@ async def _serve(websocket: WebSocket, services: Services, sockets: _Sockets, ag
             "obs_shape": list(spec.obs_shapes[spec.teams[team][0]]),
             "time_control": time_control(agent.env_id, human=agent.kind == "human").to_json(),
         }
-        connection = Connection(websocket, _redis(websocket, services), services.pool.keys, agent.id,
-                                hello.encoding, text=hello.text)
+        connection = Connection(websocket, slots.client, services.pool.keys, agent.id, hello.encoding,
+                                text=hello.text, slots=[address_slot, user_slot], limits=slots)
         log.info("agent %d connected", agent.id, extra={"agent_id": agent.id, "user": principal.name})
         await connection.run(welcome)
         log.info("agent %d disconnected after %d answers", agent.id, connection.answered,
                  extra={"agent_id": agent.id})
     finally:
-        sockets.give(sockets.by_user, user_key)
+        await asyncio.shield(slots.give(user_slot))
 
 
 def _bearer(websocket: WebSocket) -> str | None:

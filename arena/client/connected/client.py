@@ -33,6 +33,7 @@ from arena.connected.protocol import (
     CLOSE_FORBIDDEN,
     CLOSE_NOT_FOUND,
     CLOSE_PROTOCOL,
+    CLOSE_TAKEN_OVER,
     CLOSE_UNAUTHORIZED,
     PROTOCOL_VERSION,
 )
@@ -41,8 +42,9 @@ from envs.errors import ArenaError
 log = logging.getLogger(__name__)
 
 PING_EVERY_S = 20.0
-FATAL_CLOSES = {CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_PROTOCOL}
-"""Close codes after which reconnecting cannot help."""
+FATAL_CLOSES = {CLOSE_UNAUTHORIZED, CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_PROTOCOL, CLOSE_TAKEN_OVER}
+"""Close codes after which reconnecting cannot help (4409: a newer connection of the agent took it
+over; reconnecting would only take it back, and the two would take turns)."""
 
 RowAct = Callable[[np.ndarray, np.ndarray], int]
 BatchAct = Callable[[np.ndarray, np.ndarray], Any]

@@ -1,0 +1,242 @@
+"""The gateway's races, provoked for real (issue 29, item 3): the newest connection of an agent
+takes it over with a fencing token (the old one is closed, its late answers are ignored), a pump
+cancelled while Redis moves a request to it gives the request back, the presence is released by
+compare-and-delete, and the connection limits hold across two API processes sharing one Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgpack
+import pytest
+import redis
+import redis.asyncio as aredis
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from arena.connected.broker import ConnectedBroker
+from arena.connected.lease import ANSWERED, TAKEN_OVER, Lease
+from arena.connected.slots import ConnectionSlots
+from arena.core.settings import Settings
+from arena.snapshots.keys import RedisKeys
+from arena.storage.wiring import open_services
+from tests.api.helpers import RAISED_LIMITS
+from tests.client.live import LiveServer
+from tests.connected.conftest import Live
+from tests.connected.test_hostile_clients import open_raw, ws_url
+from tests.connected.test_live_protocol import wait_online
+
+AGENT = 7
+
+
+def _request(broker: ConnectedBroker, agent_id: int, rows: int = 1, ttl_s: float = 30.0) -> str:
+    """Queue a decision batch as the engine does; returns its id."""
+    request_id = uuid.uuid4().hex
+    frame = msgpack.packb({"type": "request", "id": request_id, "rows": rows}, use_bin_type=True)
+    broker.send(agent_id, request_id, frame, rows, time.time() + ttl_s)
+    return request_id
+
+
+def _wait_until(condition, what: str, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def engine_side(redis_url: str) -> tuple[redis.Redis, RedisKeys, ConnectedBroker]:
+    """A synchronous client, the key namespace and the engine's broker over it."""
+    sync = redis.Redis.from_url(redis_url)
+    keys = RedisKeys("gw")
+    return sync, keys, ConnectedBroker(sync, keys)
+
+
+def test_a_pump_cancelled_while_redis_moves_a_request_gives_it_back(redis_url, engine_side):
+    """The pump blocks in BLMOVE; Redis hands it a request; the pump is cancelled before it reads
+    the reply (the socket closed). With BLPOP the request was gone: here it waits in the
+    connection's processing list, goes back to the front of the queue on release, and the next
+    connection is sent it."""
+    sync, keys, broker = engine_side
+
+    async def scenario() -> None:
+        client = aredis.Redis.from_url(redis_url)
+        lease = Lease(client, keys, AGENT, uuid.uuid4().hex, text=False)
+        await lease.claim()
+        pump = asyncio.create_task(lease.take(30))
+        while not any(c["cmd"] == "blmove" for c in sync.client_list()):  # it is blocked in BLMOVE
+            await asyncio.sleep(0.01)
+        # From here until the cancel, nothing yields to the event loop: the pump cannot read
+        # Redis's reply, exactly as a cancel that lands between the move and the read.
+        request_id = _request(broker, AGENT)
+        _wait_until(lambda: sync.llen(lease.processing) == 1, "Redis never moved the request")
+        assert sync.llen(keys.connected_requests(AGENT)) == 0
+        pump.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await pump
+        assert await lease.release() == 1
+        assert sync.llen(lease.processing) == 0
+        again = Lease(client, keys, AGENT, uuid.uuid4().hex, text=False)  # the client reconnects
+        await again.claim()
+        envelope = await again.take(5)
+        assert envelope is not None and msgpack.unpackb(envelope)["id"] == request_id
+        await client.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_a_newer_connection_takes_over_and_the_olds_late_answer_is_fenced(redis_url, engine_side):
+    """Two connections of one agent: the newer claim gets a larger fencing token and the older
+    one's unanswered request; the older one's late answer pushes nothing; releasing the older
+    one leaves the newer one's presence (compare-and-delete)."""
+    sync, keys, broker = engine_side
+
+    async def scenario() -> None:
+        client = aredis.Redis.from_url(redis_url)
+        old = Lease(client, keys, AGENT, uuid.uuid4().hex, text=False)
+        assert await old.claim() == 1
+        request_id = _request(broker, AGENT)
+        taken = await old.take(5)
+        assert taken is not None
+        new = Lease(client, keys, AGENT, uuid.uuid4().hex, text=True)
+        assert await new.claim() == 2
+        assert sync.llen(old.processing) == 0 and sync.lrange(old.control, 0, -1) == [b"2"]  # told to close
+        presence = broker.presence(AGENT)
+        assert presence is not None and (presence.conn, presence.fence, presence.text) == (new.conn_id, 2, True)
+        assert await new.take(5) == taken  # the request went back to the queue, to the newer one
+
+        reply_key = keys.connected_reply(request_id)
+        late = msgpack.packb({"id": request_id, "actions": [1]})
+        assert await old.answer(reply_key, taken, late, time.time() + 30) == TAKEN_OVER
+        assert sync.llen(reply_key) == 0
+        assert await old.refresh() == TAKEN_OVER
+        assert await new.answer(reply_key, taken, msgpack.packb({"id": request_id, "actions": [2]}),
+                                time.time() + 30) == ANSWERED
+        assert broker.wait_reply(request_id, 1.0) == {"id": request_id, "actions": [2]}
+
+        await old.release()
+        assert broker.presence(AGENT).conn == new.conn_id  # not the older one's to delete
+        await new.release()
+        assert broker.presence(AGENT) is None
+        await client.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_over_the_socket_the_newest_connection_wins_and_the_old_ones_answer_is_ignored(live):
+    token = live.user("ines")
+    agent = live.connected_agent(token, "twice")
+    broker = live.services.connected_policies().broker
+    old = open_raw(live, token, agent["id"])
+    new = None
+    try:
+        request_id = _request(broker, agent["id"])
+        request = msgpack.unpackb(old.recv(timeout=5))
+        assert (request["type"], request["id"]) == ("request", request_id)
+        new = open_raw(live, token, agent["id"])  # the client's reconnection after a half-open drop
+        assert msgpack.unpackb(new.recv(timeout=5))["id"] == request_id  # given back, sent again
+        try:  # the old socket answers late, if it can still send at all
+            old.send(msgpack.packb({"type": "answer", "id": request_id, "actions": [0]}))
+        except ConnectionClosed:
+            pass
+        messages = []
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                messages.append(msgpack.unpackb(old.recv(timeout=5)))
+        assert closed.value.rcvd.code == 4409
+        assert any("connected again elsewhere" in m.get("detail", "") for m in messages)
+        new.send(msgpack.packb({"type": "answer", "id": request_id, "actions": [3]}))
+        assert broker.wait_reply(request_id, 5.0)["actions"] == [3]
+        assert live.services.redis.llen(live.services.pool.keys.connected_reply(request_id)) == 0  # one reply
+        assert broker.presence(agent["id"]).fence == 2
+    finally:
+        old.close()
+        if new is not None:
+            new.close()
+
+
+LIMITED = {**RAISED_LIMITS, "connected_per_user": 2, "connected_sockets_per_address": 3}
+
+
+@pytest.fixture
+def two_api_processes(tmp_path: Path, migrated_db_url: str, redis_url: str) -> Iterator[tuple[Live, Live]]:
+    """Two API servers on one database and one Redis, at most 2 connections per user and 3
+    sockets per address."""
+    from arena.api.app import create_app
+
+    settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=migrated_db_url,
+                        redis_url=redis_url, **LIMITED)
+    with open_services(settings) as services:
+        servers = [LiveServer(create_app(services)) for _ in range(2)]
+        try:
+            yield Live(servers[0].url, services), Live(servers[1].url, services)
+        finally:
+            for server in servers:
+                server.stop()
+
+
+def test_connection_limits_hold_across_two_api_processes(two_api_processes):
+    a, b = two_api_processes
+    token = a.user("june")
+    agents = [a.connected_agent(token, f"agent-{i}")["id"] for i in range(3)]
+    keys = a.services.pool.keys
+    assert a.services.redis.keys(f"{keys.prefix}:conn:slots:user:*") == []
+    first, second = open_raw(a, token, agents[0]), open_raw(b, token, agents[1])  # one on each server
+    opened = [first, second]
+    try:
+        [user_slots] = a.services.redis.keys(f"{keys.prefix}:conn:slots:user:*")
+        assert a.services.redis.zcard(user_slots) == 2
+        with connect(ws_url(a, agents[2])) as third:  # a third live connection, on either server
+            third.send(msgpack.packb({"type": "hello", "protocol": 1, "token": token}))
+            assert "at most 2 live connections per user" in msgpack.unpackb(third.recv(timeout=5))["detail"]
+            with pytest.raises(ConnectionClosed) as closed:
+                third.recv(timeout=5)
+            assert closed.value.rcvd.code == 4429
+        # Sockets per address count before any hello: 2 live + 1 silent = 3, the limit.
+        _wait_until(lambda: a.services.redis.zcard(f"{keys.prefix}:conn:slots:address:127.0.0.1") == 2,
+                    "the refused socket's slot was not given back")
+        silent = connect(ws_url(b, agents[2]))
+        opened.append(silent)
+        _wait_until(lambda: a.services.redis.zcard(f"{keys.prefix}:conn:slots:address:127.0.0.1") == 3,
+                    "the silent socket was not counted")
+        with connect(ws_url(a, agents[2])) as fourth:
+            with pytest.raises(ConnectionClosed) as closed:
+                fourth.recv(timeout=5)
+            assert closed.value.rcvd.code == 4429 and "address" in closed.value.rcvd.reason
+        silent.close()
+        second.close()  # on server b: its slots are given back, and server a sees it
+        _wait_until(lambda: a.services.redis.zcard(user_slots) == 1, "the closed connection still counts")
+        _wait_until(lambda: a.services.redis.zcard(f"{keys.prefix}:conn:slots:address:127.0.0.1") == 1,
+                    "the closed sockets still count")
+        opened.append(open_raw(a, token, agents[2]))
+        wait_online(a, agents[2])
+    finally:
+        for ws in opened:
+            ws.close()
+
+
+def test_the_sockets_of_a_process_that_died_stop_counting(redis_url):
+    """A process that took slots and died never gives them back nor renews them: they stop
+    counting after the slot's lifetime, and the limit is free again."""
+
+    async def scenario() -> None:
+        client = aredis.Redis.from_url(redis_url)
+        dead = ConnectionSlots(client, RedisKeys("gw"), ttl_s=0.3)
+        assert await dead.take("user", "user.1", 2) and await dead.take("user", "user.1", 2)
+        alive = ConnectionSlots(client, RedisKeys("gw"))
+        assert await alive.take("user", "user.1", 2) is None
+        deadline = time.monotonic() + 10
+        while (slot := await alive.take("user", "user.1", 2)) is None:
+            assert time.monotonic() < deadline, "a dead process's slots kept counting"
+            await asyncio.sleep(0.05)
+        assert await alive.count("user", "user.1") == 1
+        await alive.renew([slot])
+        await alive.give(slot)
+        assert await alive.count("user", "user.1") == 0
+        await client.aclose()
+
+    asyncio.run(scenario())
