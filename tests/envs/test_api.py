@@ -19,39 +19,31 @@ from envs.registry import flat_obs, list_envs, make_env, make_vector_core
 
 SPECS = {spec.env_id: spec for spec in list_envs()}
 ENV_IDS = sorted(SPECS)
-AEC_IDS = [i for i in ENV_IDS if SPECS[i].api == "aec"]
-PARALLEL_IDS = [i for i in ENV_IDS if SPECS[i].api == "parallel"]
 CORE_IDS = [i for i in ENV_IDS if make_vector_core(i) is not None]
+CONFORMANCE = {  # a spec's api -> (the env's class, PettingZoo's api test, its seed test)
+    "aec": (AECEnv, api_test, seed_test),
+    "parallel": (ParallelEnv, parallel_api_test, parallel_seed_test),
+}
 
 
 def test_every_env_is_covered() -> None:
-    assert set(AEC_IDS) | set(PARALLEL_IDS) == set(ENV_IDS)
+    assert {SPECS[i].api for i in ENV_IDS} <= set(CONFORMANCE)
     assert {"connect_four-v3", "tictactoe-v3", "rps-v2", "simple_tag-v3"} <= set(ENV_IDS)
     assert {"connect_four-v3", "tictactoe-v3"} <= set(CORE_IDS)
 
 
-@pytest.mark.parametrize("env_id", AEC_IDS)
-def test_aec_api(env_id: str) -> None:
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_pettingzoo_api(env_id: str) -> None:
+    env_class, conformance, _ = CONFORMANCE[SPECS[env_id].api]
     env = make_env(env_id)
-    assert isinstance(env, AECEnv)
-    api_test(env)
+    assert isinstance(env, env_class)
+    conformance(env)
 
 
-@pytest.mark.parametrize("env_id", AEC_IDS)
-def test_aec_seed(env_id: str) -> None:
-    seed_test(functools.partial(make_env, env_id))
-
-
-@pytest.mark.parametrize("env_id", PARALLEL_IDS)
-def test_parallel_api(env_id: str) -> None:
-    env = make_env(env_id)
-    assert isinstance(env, ParallelEnv)
-    parallel_api_test(env)
-
-
-@pytest.mark.parametrize("env_id", PARALLEL_IDS)
-def test_parallel_seed(env_id: str) -> None:
-    parallel_seed_test(functools.partial(make_env, env_id))
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_pettingzoo_seed(env_id: str) -> None:
+    _, _, seeded = CONFORMANCE[SPECS[env_id].api]
+    seeded(functools.partial(make_env, env_id))
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
