@@ -247,3 +247,31 @@ def test_concurrent_joins_never_exceed_the_team_size(client, services):
     assert outcomes.count("joined") == members - 1 and outcomes.count("Conflict") == 6 - (members - 1)
     with services.sessions() as session:
         assert len(comp_repo.team_members(session, [team["id"]])[team["id"]]) == members
+
+
+def test_twenty_teams_submitting_at_once_get_no_5xx_and_no_quota_exceeded(client, services):
+    competition = _competition(client, daily_submissions=2, active_entries=2, team_size=1)
+    cid = competition["id"]
+    tokens = [new_user(client, f"team{i}") for i in range(20)]
+    for i, token in enumerate(tokens):
+        _team(client, cid, token, f"t{i}")
+    start = threading.Barrier(len(tokens) * 3)
+
+    def send(job: tuple[int, int]) -> int:
+        team, k = job
+        weights, spec, _ = checkpoint(seed=1000 + 3 * team + k)
+        parts = [("weights", ("agent.safetensors", weights, "application/octet-stream")),
+                 ("spec", (None, spec)), ("env", (None, ENV)), ("name", (None, f"t{team}-{k}"))]
+        start.wait()
+        return client.post(f"{API}/competitions/{cid}/entries", files=parts, headers=auth(tokens[team])).status_code
+
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(len(tokens) * 3) as pool:
+        codes = list(pool.map(send, [(t, k) for t in range(len(tokens)) for k in range(3)]))
+    assert sorted(set(codes)) == [201, 429], codes
+    assert codes.count(201) == 40 and codes.count(429) == 20
+    with services.sessions() as session:
+        per_team = [len(comp_repo.entries(session, cid, team_id=t.id)) for t in comp_repo.teams(session, cid)]
+    assert per_team == [2] * 20
+    board = client.get(f"{API}/competitions/{cid}/board").json()
+    assert board["count"] == 41  # every team's two active entries and the reference agent
