@@ -4,6 +4,7 @@ teams and merges, entries through the one submission path, quotas counted atomic
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from fastapi.testclient import TestClient
@@ -265,7 +266,6 @@ def test_twenty_teams_submitting_at_once_get_no_5xx_and_no_quota_exceeded(client
         start.wait()
         return client.post(f"{API}/competitions/{cid}/entries", files=parts, headers=auth(tokens[team])).status_code
 
-    from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(len(tokens) * 3) as pool:
         codes = list(pool.map(send, [(t, k) for t in range(len(tokens)) for k in range(3)]))
     assert sorted(set(codes)) == [201, 429], codes
