@@ -180,9 +180,10 @@ class HideAndSeekCore:
         for k in range(self.n_agents):
             agent = (self.t + k) % self.n_agents
             act = acts[self._rows, agent]
-            self._move(self._rows, agent, act)
-            self._grab(self._rows, agent, act)
-            self._lock(self._rows, agent, act)
+            for chosen, handle in (((act >= 1) & (act <= 4), self._move), (act == GRAB, self._grab),
+                                   (act == LOCK, self._lock)):
+                if chosen.any():
+                    handle(self._rows[chosen], agent[chosen], act[chosen])
         rewarded = live & (self.t >= self.prep_steps)
         self.t += live
         vis = self.visibility()
@@ -258,20 +259,22 @@ class HideAndSeekCore:
             ok &= (other_agent < 0) | (other_agent == agent)
         return ok
 
-    def _move(self, rows: np.ndarray, agent: np.ndarray, act: np.ndarray) -> None:
-        """Move agents (and the box each holds: pushed, pulled or dragged sideways)."""
-        sel = (act >= 1) & (act <= 4)
-        if not sel.any():
-            return
-        r, a = rows[sel], agent[sel]
-        step = MOVES[act[sel] - 1]
+    def _move(self, r: np.ndarray, a: np.ndarray, act: np.ndarray) -> None:
+        """Agents ``a`` of rows ``r`` move (``act`` 1-4), with the box each holds: pushed, pulled or dragged
+        sideways. The three handlers (``_move``, ``_grab``, ``_lock``) get only the agents acting so."""
+        step = MOVES[act - 1]
         pos, box = self.agent_pos[r, a], self.holding[r, a]
         held = box >= 0
         box_pos = np.where(held[:, None], self.box_pos[r, np.maximum(box, 0)], pos)
         new_pos, new_box_pos = pos + step, box_pos + step
         ok = self._free(r, new_pos, a, box) & (~held | self._free(r, new_box_pos, a, box))
-        r, a, box, held = r[ok], a[ok], box[ok], held[ok]
-        pos, box_pos, new_pos, new_box_pos = pos[ok], box_pos[ok], new_pos[ok], new_box_pos[ok]
+        self._relocate(r[ok], a[ok], box[ok], pos[ok], box_pos[ok], new_pos[ok], new_box_pos[ok])
+
+    def _relocate(self, r: np.ndarray, a: np.ndarray, box: np.ndarray, pos: np.ndarray, box_pos: np.ndarray,
+                  new_pos: np.ndarray, new_box_pos: np.ndarray) -> None:
+        """Agents ``a`` of rows ``r`` go from ``pos`` to ``new_pos``, and the box each holds (``box`` >= 0)
+        from ``box_pos`` to ``new_box_pos``."""
+        held = box >= 0
         self.agent_at[r, pos[:, 0], pos[:, 1]] = -1
         self.box_at[r[held], box_pos[held, 0], box_pos[held, 1]] = -1
         self.agent_at[r, new_pos[:, 0], new_pos[:, 1]] = a
@@ -299,12 +302,8 @@ class HideAndSeekCore:
 
         return first(free), first(toggle)
 
-    def _grab(self, rows: np.ndarray, agent: np.ndarray, act: np.ndarray) -> None:
+    def _grab(self, r: np.ndarray, a: np.ndarray, act: np.ndarray) -> None:
         """Release the held box, or grab the first free adjacent one."""
-        sel = act == GRAB
-        if not sel.any():
-            return
-        r, a = rows[sel], agent[sel]
         box = self.holding[r, a]
         let_go = box >= 0
         self.box_holder[r[let_go], box[let_go]] = -1
@@ -315,12 +314,8 @@ class HideAndSeekCore:
         self.holding[r[ok], a[ok]] = box[ok]
         self.box_holder[r[ok], box[ok]] = a[ok]
 
-    def _lock(self, rows: np.ndarray, agent: np.ndarray, act: np.ndarray) -> None:
+    def _lock(self, r: np.ndarray, a: np.ndarray, act: np.ndarray) -> None:
         """Lock the held box (releasing it), else toggle the first adjacent one this team may."""
-        sel = act == LOCK
-        if not sel.any():
-            return
-        r, a = rows[sel], agent[sel]
         held = self.holding[r, a]
         _, adjacent = self._targets(r, a)
         box = np.where(held >= 0, held, adjacent)

@@ -254,13 +254,9 @@ class HideAndSeekV1Core(HideAndSeekCore):
             ok &= self.agent_at[r, land[..., 0], land[..., 1]] < 0
         return ok, land
 
-    def _move(self, rows: np.ndarray, agent: np.ndarray, act: np.ndarray) -> None:
+    def _move(self, r: np.ndarray, a: np.ndarray, act: np.ndarray) -> None:
         """Walk (and move the held object), or vault from a ramp."""
-        sel = (act >= 1) & (act <= 4)
-        if not sel.any():
-            return
-        r, a = rows[sel], agent[sel]
-        step = MOVES[act[sel] - 1]
+        step = MOVES[act - 1]
         pos, hold = self.agent_pos[r, a], self.holding[r, a]
         box = self._carried(r, pos + step, hold)
         held = box >= 0
@@ -272,14 +268,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
         new_pos = np.where(vault[:, None], land, pos + step)
         ok = walk | vault
         self.vaulted[r[vault], a[vault]] = True
-        r, a, box, held = r[ok], a[ok], box[ok], held[ok]
-        pos, box_pos, new_pos, new_box_pos = pos[ok], box_pos[ok], new_pos[ok], new_box_pos[ok]
-        self.agent_at[r, pos[:, 0], pos[:, 1]] = -1
-        self.box_at[r[held], box_pos[held, 0], box_pos[held, 1]] = -1
-        self.agent_at[r, new_pos[:, 0], new_pos[:, 1]] = a
-        self.box_at[r[held], new_box_pos[held, 0], new_box_pos[held, 1]] = box[held]
-        self.agent_pos[r, a] = new_pos
-        self.box_pos[r[held], box[held]] = new_box_pos[held]
+        self._relocate(r[ok], a[ok], box[ok], pos[ok], box_pos[ok], new_pos[ok], new_box_pos[ok])
 
     def _targets(self, r: np.ndarray, agent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """v0's targets, except that a ramp with an agent on it cannot be grabbed."""
