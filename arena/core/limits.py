@@ -1,8 +1,9 @@
 """Abuse limits: rate limits and quotas, counted in the app's Redis, refused with 429.
 
-Every limit is a fixed-window counter (``INCRBY`` then ``EXPIRE`` on a key that names
-its window, :meth:`arena.snapshots.keys.RedisKeys.limit`), so all API processes
-sharing a Redis share the counts. A request over a limit is refused with
+Every limit is a fixed-window counter (one Lua script: counted with ``INCRBY`` and
+``EXPIRE`` only if it stays within the limit, on a key that names its window,
+:meth:`arena.snapshots.keys.RedisKeys.limit`), so all API processes sharing a Redis
+share the counts and racing requests never pass a limit. A request over a limit is refused with
 :class:`~arena.core.errors.TooManyRequests` (HTTP 429, ``Retry-After``: the seconds until
 the window ends) *before* it does anything, and what it counted is taken back, so a
 refused request neither stores anything nor uses up the allowance. The submission
@@ -23,7 +24,7 @@ never limited):
   address of guests.
 
 An in-flight count (a *hold*, ``{prefix}:busy:{name}:{subject}``) is taken by one Lua
-script (:func:`hold_key`: counted only if under the limit, so concurrent requests never
+script (:func:`hold_keys`: counted only if under the limit, so concurrent requests never
 pass it) and given back by key (:func:`give_back_holds`) by whoever ends the work, in
 whatever process: the durable queues (:mod:`arena.ladder.work_queue`) give a
 challenge's or a game's holds back exactly once, when it is done or failed.
@@ -58,23 +59,39 @@ local left = redis.call('DECRBY', KEYS[1], ARGV[1])
 if left <= 0 then redis.call('DEL', KEYS[1]) end
 return left
 """
-# KEYS: the hold. ARGV: limit, ttl. One more in flight if fewer than the limit are (1), else 0.
+# KEYS: the window's counter. ARGV: amount, limit, ttl. Counted if it stays within the
+# limit (1), else nothing counted (0): racing requests never pass it, nor refuse each other.
+_TAKE_WINDOW = """
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+if used + tonumber(ARGV[1]) > tonumber(ARGV[2]) then return 0 end
+redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+# KEYS: the holds. ARGV: ttl, then each key's limit. One more in flight on every key if
+# each has fewer than its limit (1), else nothing counted (0): all or none, atomically.
 _HOLD = """
-local held = tonumber(redis.call('GET', KEYS[1]) or '0')
-if held >= tonumber(ARGV[1]) then return 0 end
-redis.call('INCR', KEYS[1])
-redis.call('EXPIRE', KEYS[1], ARGV[2])
+for i, key in ipairs(KEYS) do
+  if tonumber(redis.call('GET', key) or '0') >= tonumber(ARGV[i + 1]) then return 0 end
+end
+for _, key in ipairs(KEYS) do
+  redis.call('INCR', key)
+  redis.call('EXPIRE', key, ARGV[1])
+end
 return 1
 """
 
 
-def hold_key(client: redis.Redis, key: str, limit: int, ttl_s: int = IN_FLIGHT_TTL_S) -> bool:
-    """Count one more in flight on ``key`` if fewer than ``limit`` are; whether it was counted.
+def hold_keys(client: redis.Redis, limits: dict[str, int], ttl_s: int = IN_FLIGHT_TTL_S) -> bool:
+    """Count one more in flight on every key of ``limits`` if each has fewer than its limit;
+    whether they were counted.
 
-    One script: concurrent callers never count past ``limit``, and a refused one leaves
-    nothing counted. Raises ``redis.RedisError`` if Redis does not answer.
+    One script, all or none: concurrent callers never count past a limit, and a refused
+    one counts nothing, even for a moment (so it never refuses a racing request that fits).
+    Raises ``redis.RedisError`` if Redis does not answer.
     """
-    return int(client.register_script(_HOLD)(keys=[key], args=[limit, ttl_s])) == 1
+    keys = list(limits)
+    return int(client.register_script(_HOLD)(keys=keys, args=[ttl_s, *(limits[k] for k in keys)])) == 1
 
 
 def give_back_holds(client: redis.Redis, keys: Iterable[str]) -> None:
@@ -126,6 +143,7 @@ class Limits:
         self.client = client
         self.keys = keys or RedisKeys()
         self._give_back = client.register_script(_GIVE_BACK)
+        self._take_window = client.register_script(_TAKE_WINDOW)
         self.signups = Limit("signups", settings.signups_per_hour, 3600, "sign-ups from this address per hour")
         self.user_writes = Limit("writes", settings.writes_per_minute, 60, "write requests per user per minute")
         self.client_writes = Limit("client-writes", settings.client_writes_per_minute, 60,
@@ -161,12 +179,7 @@ class Limits:
         now = time.time()
         window = int(now // limit.window_s)
         key = self.keys.limit(limit.name, subject, window)
-        with self.client.pipeline() as pipe:
-            pipe.incrby(key, amount)
-            pipe.expire(key, limit.window_s + 60)
-            used = int(pipe.execute()[0])
-        if used > limit.count:
-            self._give_back(keys=[key], args=[amount])
+        if self._take_window(keys=[key], args=[amount, limit.count, limit.window_s + 60]) == 0:
             retry_after = math.ceil((window + 1) * limit.window_s - now)
             raise TooManyRequests(f"too many requests: at most {limit.count} {limit.what}; "
                                   f"try again in {retry_after} s", retry_after)
@@ -203,7 +216,7 @@ class Limits:
             return []
         key = self.keys.busy(name, subject)
         try:
-            counted = hold_key(self.client, key, limit)
+            counted = hold_keys(self.client, {key: limit})
         except redis.RedisError as exc:
             log.warning("in-flight limit not applied: Redis did not answer (%s)", exc)
             return []

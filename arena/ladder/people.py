@@ -45,7 +45,7 @@ import redis
 
 from arena.core.agent_status import ACTIVE, AgentStatus
 from arena.core.errors import Conflict, Forbidden, InvalidParameter, TooManyRequests
-from arena.core.limits import IN_FLIGHT_TTL_S, give_back_holds, hold_key
+from arena.core.limits import IN_FLIGHT_TTL_S, give_back_holds, hold_keys
 from arena.engine import MatchJob
 from arena.ladder.dispatch import CONNECTED_KINDS, agent_source
 from arena.ladder.lane import ConnectedLane
@@ -240,19 +240,14 @@ def _take_holds(client: redis.Redis, keys: RedisKeys, person: Person, env_id: st
         wanted = [(f"user:{person.user_id}", OPEN_GAMES), (f"user:{person.user_id}:{env_id}", 1)]
     else:
         wanted = [(f"address:{person.address}", OPEN_GAMES)]
-    taken: list[str] = []
-    try:
-        for subject, limit in wanted:
-            key = keys.busy(OPEN_GAMES_NAME, subject)
-            if not hold_key(client, key, limit, OPEN_GAMES_TTL_S):
-                where = f" of {env_id}" if subject.endswith(env_id) else ""
-                raise TooManyRequests(f"too many open games: at most {limit}{where} at a time; finish one "
-                                      "(or let it time out) first", 30)
-            taken.append(key)
-    except BaseException:
-        give_back_holds(client, taken)
-        raise
-    return tuple(taken)
+    holds = {keys.busy(OPEN_GAMES_NAME, subject): limit for subject, limit in wanted}
+    if not hold_keys(client, holds, OPEN_GAMES_TTL_S):
+        env_key = keys.busy(OPEN_GAMES_NAME, f"user:{person.user_id}:{env_id}")
+        per_env = person.user_id is not None and int(client.get(env_key) or 0) >= 1
+        where, limit = (f" of {env_id}", 1) if per_env else ("", OPEN_GAMES)
+        raise TooManyRequests(f"too many open games: at most {limit}{where} at a time; finish one "
+                              "(or let it time out) first", 30)
+    return tuple(holds)
 
 
 def people_queue(client: redis.Redis, keys: RedisKeys, **options: float) -> WorkQueue:

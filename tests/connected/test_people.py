@@ -3,9 +3,9 @@ service's human-match queue, and the humans board (people rated, agents' ratings
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
-import threading
 import time
 
 import httpx
@@ -44,6 +44,7 @@ from league.ratings.closed_form import rate_1v1_fast
 from league.ratings.rating import Rating, RatingEnv
 from tests.api.helpers import seed_ladder
 from tests.client.live import REPO_ROOT
+from tests.races import race
 
 ENV = "tictactoe-v3"
 API = "/api/v1"
@@ -345,20 +346,13 @@ def test_racing_play_requests_open_one_game_per_env_and_at_most_the_open_games(l
                                                        what="builtins")["random"] for env in PLAYABLE_ENVS}
     auth = {"Authorization": f"Bearer {live.user('gail')}"}
     racers = 20
-    start = threading.Barrier(racers)
-    codes: list[int] = []
 
-    def play(agent_id: int) -> None:
+    def play(agent_id: int) -> int:
         with httpx.Client(base_url=live.url, headers=auth, timeout=60) as client:
-            start.wait()
-            codes.append(client.post(f"{API}/agents/{agent_id}/play", json={"seat": 0}).status_code)
+            return client.post(f"{API}/agents/{agent_id}/play", json={"seat": 0}).status_code
 
     # No background service runs: every game accepted stays open. 20 at once at one env: one game.
-    threads = [threading.Thread(target=play, args=(agents[ENV],)) for _ in range(racers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    codes = race([functools.partial(play, agents[ENV]) for _ in range(racers)])
     assert sorted(codes) == [202] + [429] * (racers - 1)
     uid = user_id(services, auth["Authorization"].removeprefix("Bearer "))
     assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}:{ENV}")) == b"1"
@@ -366,14 +360,7 @@ def test_racing_play_requests_open_one_game_per_env_and_at_most_the_open_games(l
     assert services.redis.llen(keys.human_matches()) == 1
 
     # 20 at once spread over the envs: OPEN_GAMES in all, one per env.
-    codes.clear()
-    start = threading.Barrier(racers)
-    threads = [threading.Thread(target=play, args=(agents[PLAYABLE_ENVS[k % len(PLAYABLE_ENVS)]],))
-               for k in range(racers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    codes = race([functools.partial(play, agents[PLAYABLE_ENVS[k % len(PLAYABLE_ENVS)]]) for k in range(racers)])
     assert sorted(codes) == [202] * (OPEN_GAMES - 1) + [429] * (racers - OPEN_GAMES + 1)
     assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}")) == str(OPEN_GAMES).encode()
     for env in PLAYABLE_ENVS:

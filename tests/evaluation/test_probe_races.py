@@ -4,7 +4,7 @@ one agent at one budget."""
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +18,7 @@ from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services, open_services
 from tests.api.helpers import RAISED_LIMITS
 from tests.client.live import LiveServer
+from tests.races import race
 
 API = "/api/v1"
 ENV = "connect_four-v3"
@@ -63,25 +64,12 @@ def _agents(live: Live, auth: dict[str, str], n: int) -> list[int]:
 
 
 def _race(live: Live, auth: dict[str, str], agent_ids: list[int]) -> Counter:
-    """``POST /agents/{id}/probes`` for each of ``agent_ids``, all released at once; the status codes."""
-    start = threading.Barrier(len(agent_ids))
-    codes: list[int] = []
-    lock = threading.Lock()
-
-    def ask(agent_id: int) -> None:
+    """``POST /agents/{id}/probes`` for each of ``agent_ids``, all at once; the status codes."""
+    def ask(agent_id: int) -> int:
         with httpx.Client(base_url=live.url, headers=auth, timeout=60) as client:
-            start.wait()
-            code = client.post(f"{API}/agents/{agent_id}/probes", json={"budget_env_steps": 20000}).status_code
-        with lock:
-            codes.append(code)
+            return client.post(f"{API}/agents/{agent_id}/probes", json={"budget_env_steps": 20000}).status_code
 
-    threads = [threading.Thread(target=ask, args=(a,)) for a in agent_ids]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert len(codes) == len(agent_ids)
-    return Counter(codes)
+    return Counter(race([functools.partial(ask, a) for a in agent_ids]))
 
 
 def _requested(session, name: str) -> list[repo.ProbeInfo]:
