@@ -74,8 +74,15 @@ def _sample_preferred(candidates: np.ndarray, weights: np.ndarray, rng: MatchRng
     return (cdf <= u).sum(axis=1).clip(0, candidates.shape[1] - 1)
 
 
-def _win_block_prefer(win_now, must_block, legal, preference, rng) -> np.ndarray:
-    """Win now if possible, else block the opponent's immediate win, else prefer."""
+def _win_block_prefer(obs, mask, winning, legal, preference, rng) -> np.ndarray:
+    """Win now if possible, else block the opponent's immediate win, else prefer among ``legal``.
+
+    ``winning(own, occupied)``: the moves that complete a line of ``own`` pieces (the board's rule).
+    """
+    own, opp = obs[..., 0].astype(bool), obs[..., 1].astype(bool)
+    occupied = own | opp
+    win_now = winning(own, occupied) & mask
+    must_block = winning(opp, occupied) & mask
     has_win = win_now.any(axis=1, keepdims=True)
     has_block = must_block.any(axis=1, keepdims=True)
     candidates = np.where(has_win, win_now, np.where(has_block, must_block, legal))
@@ -88,11 +95,7 @@ class HeuristicConnectFour(ScriptedPolicy):
     name = "heuristic"
 
     def choose(self, obs: np.ndarray, mask: np.ndarray, rng: MatchRng) -> np.ndarray:
-        own, opp = obs[..., 0].astype(bool), obs[..., 1].astype(bool)
-        occupied = own | opp
-        win_now = winning_columns(own, occupied) & mask
-        must_block = winning_columns(opp, occupied) & mask
-        return _win_block_prefer(win_now, must_block, mask, C4_CENTRALITY, rng)
+        return _win_block_prefer(obs, mask, winning_columns, mask, C4_CENTRALITY, rng)
 
 
 class HeuristicTicTacToe(ScriptedPolicy):
@@ -101,13 +104,9 @@ class HeuristicTicTacToe(ScriptedPolicy):
     name = "heuristic"
 
     def choose(self, obs: np.ndarray, mask: np.ndarray, rng: MatchRng) -> np.ndarray:
-        own, opp = obs[..., 0].astype(bool), obs[..., 1].astype(bool)
-        occupied = own | opp
-        win_now = winning_squares(own, occupied) & mask
-        must_block = winning_squares(opp, occupied) & mask
         # Strict preference: only the best-ranked legal squares are candidates.
         legal = mask & (TTT_PREFERENCE[None, :] * mask == (TTT_PREFERENCE[None, :] * mask).max(1, keepdims=True))
-        return _win_block_prefer(win_now, must_block, legal, np.ones(9), rng)
+        return _win_block_prefer(obs, mask, winning_squares, legal, np.ones(9), rng)
 
 
 HEURISTICS = {
