@@ -469,6 +469,8 @@ class ClonesPublic(BaseModel):
     flags: list[CloneFlagPublic] = Field(description="Near-duplicates of different owners.")
     families: list[CloneFamilyPublic] = Field(description="Near-duplicates of one owner: its versions.")
     not_fingerprinted: list[NotFingerprintedPublic]
+    pending: list[int] = Field(default_factory=list, description="Agents whose fingerprints are queued for the "
+                               "background service (not compared yet; ask again later).")
 
 
 class IntegrityPublic(BaseModel):
@@ -502,3 +504,9 @@ class FamilyPublic(BaseModel):
     members: list[FamilyMemberPublic] = Field(
         description="Its owner's agents that play as one policy with it, itself included, oldest first; "
         "empty when it has no such version.")
+    status: Literal["ready", "pending", "failed"] = Field(
+        description="ready: compared on every fingerprint; pending (HTTP 202): fingerprints are queued for the "
+        "background service (its own, or some of its owner's agents' listed in `pending`), ask again later; "
+        "failed: its policy could not be fingerprinted (`error` says why).")
+    pending: list[int] = Field(default_factory=list, description="Agents whose fingerprints are queued.")
+    error: str | None = Field(default=None, description="Why it has no fingerprint (status failed).")

@@ -1,13 +1,19 @@
-"""Clone fingerprints of snapshots: computed on demand, cached by snapshot hash.
+"""Clone fingerprints of snapshots: computed by the background service, read by the API.
 
 A snapshot's fingerprint (:mod:`league.evaluation.fingerprints`) is its policy's masked action
 probabilities on the seeded positions of its env and role
 (:mod:`arena.evaluation.fingerprint_positions`). It depends only on the snapshot's
-bytes and the position set, so it is cached under both: in this process (a bounded
-LRU) and in Redis (``RedisKeys.fingerprint(digest, sha256)``, float32 bytes, expiring),
-where every API process finds it. Redis holds nothing that cannot be recomputed from
-the snapshot; reads that must write nothing (anonymous GETs) pass ``persist=False`` and
-keep what they computed in the process only.
+bytes and the position set, so it is stored under both in Redis
+(``RedisKeys.fingerprint(digest, sha256)``, float32 bytes, expiring), where every
+process finds it; a snapshot that cannot be fingerprinted has its reason stored instead
+(``RedisKeys.fingerprint_error``), so a failure is computed once too.
+
+The API never computes one (a GET computes nothing heavy): it reads what is stored
+(:meth:`FingerprintStore.position_set`, :meth:`FingerprintStore.stored`) and queues what
+is missing (:meth:`FingerprintStore.ask`: single flight, one job per snapshot however many
+ask, until it is done or its mark expires). The background service's
+:class:`~arena.evaluation.fingerprint_worker.FingerprintWorker` computes the jobs
+(:meth:`FingerprintStore.compute`) and publishes the position set it used.
 
 The policy is built the one way pooled bytes become a policy
 (:func:`~arena.snapshots.cache.load_snapshot_policy`: a ``NeuralPolicy`` for
@@ -17,6 +23,7 @@ in batches of :data:`BATCH` rows, on the CPU.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections import OrderedDict
@@ -36,7 +43,22 @@ log = logging.getLogger(__name__)
 BATCH = 128
 """Positions per ``logits`` call."""
 TTL_S = 30 * 24 * 3600
-"""How long Redis keeps a fingerprint nobody asked for again."""
+"""How long Redis keeps a fingerprint (or why there is none)."""
+JOB_TTL_S = 600
+"""A queued fingerprint is queued again if it is not done this long after it was asked for
+(its worker died): until then, asking again queues nothing."""
+
+# KEYS: the queue, then one job mark per snapshot. ARGV: mark ttl, then one job (JSON) per mark.
+_ASK = """
+local queued = 0
+for i = 2, #KEYS do
+  if redis.call('SET', KEYS[i], '1', 'NX', 'EX', ARGV[1]) then
+    redis.call('RPUSH', KEYS[1], ARGV[i])
+    queued = queued + 1
+  end
+end
+return queued
+"""
 
 
 class LogitsPolicy(Protocol):
@@ -73,8 +95,18 @@ class Fingerprinted:
     error: str = ""
 
 
+@dataclass(frozen=True)
+class PositionSet:
+    """The position set of an env and role, as the worker published it (or why it has none)."""
+
+    digest: str = ""
+    count: int = 0
+    num_actions: int = 0
+    error: str = ""
+
+
 class FingerprintStore:
-    """Fingerprints by (position set, snapshot): an in-process LRU in front of Redis.
+    """Fingerprints by (position set, snapshot) in Redis, with an in-process LRU for reads.
 
     Args:
         source: The snapshot pool (``(bytes, spec)`` by sha256).
@@ -88,67 +120,88 @@ class FingerprintStore:
                  capacity: int = 1024, max_bytes: int = 64 * 1024 * 1024) -> None:
         self.source, self.client, self.keys = source, client, keys
         self.capacity, self.max_bytes = capacity, max_bytes
-        self._local: OrderedDict[tuple[str, str], tuple[np.ndarray, bool]] = OrderedDict()  # probs, in Redis
+        self._local: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self._ask = client.register_script(_ASK)
         self.computed = 0
 
-    def get(self, positions: Positions, sha256: str, *, persist: bool = True) -> Fingerprinted:
-        """The fingerprint of snapshot ``sha256`` on ``positions``, computed on a miss.
+    # -- the readers' side (the API): nothing computed ------------------------------------
+    def position_set(self, env_id: str, role: str) -> PositionSet | None:
+        """The position set the worker uses for ``env_id`` and ``role`` (``None``: none yet)."""
+        raw = self.client.get(self.keys.fingerprint_positions(env_id, role))
+        return None if raw is None else PositionSet(**json.loads(raw))
 
-        Args:
-            persist: Make sure Redis has it (``False``: write nothing; what is computed
-                stays in this process).
-
-        Returns:
-            The fingerprint; a snapshot that cannot be loaded or run has ``error`` set.
-        """
-        key = (positions.digest, sha256)
+    def stored(self, positions: PositionSet, shas: list[str]) -> dict[str, Fingerprinted | None]:
+        """What is stored for each snapshot: its fingerprint, why it has none, or ``None`` (not yet)."""
+        out: dict[str, Fingerprinted | None] = {}
         with self._lock:
-            hit = self._local.get(key)
-            if hit is not None:
-                self._local.move_to_end(key)
-        if hit is not None:
-            probs, stored = hit
-            if persist and not stored:
-                self._keep(key, probs, stored=self._write(key, probs))
-            return Fingerprinted(sha256, probs)
-        probs = self._read(key, positions.masks.shape)
-        stored = probs is not None
-        if probs is None:
-            try:
-                probs = self._compute(positions, sha256)
-            except Exception as exc:  # any failure of the policy's runtime: no fingerprint, nothing more
-                log.exception("no fingerprint for snapshot %s", sha256[:16])
-                return Fingerprinted(sha256, None, f"{type(exc).__name__}: {exc}")
-            stored = persist and self._write(key, probs)
-        self._keep(key, probs, stored)
+            for sha in shas:
+                hit = self._local.get((positions.digest, sha))
+                if hit is not None:
+                    self._local.move_to_end((positions.digest, sha))
+                    out[sha] = Fingerprinted(sha, hit)
+        rest = [sha for sha in dict.fromkeys(shas) if sha not in out]
+        if not rest:
+            return out
+        raws = self.client.mget([self.keys.fingerprint(positions.digest, sha) for sha in rest]
+                                + [self.keys.fingerprint_error(positions.digest, sha) for sha in rest])
+        size = 4 * positions.count * positions.num_actions
+        for sha, raw, error in zip(rest, raws[:len(rest)], raws[len(rest):]):
+            if raw is not None and len(raw) == size:
+                probs = np.frombuffer(raw, dtype=np.float32).reshape(positions.count, positions.num_actions)
+                self._keep((positions.digest, sha), probs)
+                out[sha] = Fingerprinted(sha, probs)
+            else:
+                out[sha] = None if error is None else Fingerprinted(sha, None, error.decode())
+        return out
+
+    def ask(self, env_id: str, role: str, shas: list[str]) -> int:
+        """Queue the fingerprints of ``shas`` for the background service; returns how many were
+        queued now (one job per snapshot: those queued already, and not expired, are not again)."""
+        shas = list(dict.fromkeys(shas))
+        if not shas:
+            return 0
+        jobs = [json.dumps({"env": env_id, "role": role, "sha256": sha}) for sha in shas]
+        marks = [self.keys.fingerprint_job(env_id, role, sha) for sha in shas]
+        return int(self._ask(keys=[self.keys.fingerprint_queue(), *marks], args=[JOB_TTL_S, *jobs]))
+
+    # -- the worker's side ----------------------------------------------------------------
+    def publish_positions(self, env_id: str, role: str, positions: Positions | None, error: str = "") -> None:
+        """Say which position set ``env_id`` and ``role`` use now (or why there is none)."""
+        found = PositionSet(error=error) if positions is None else \
+            PositionSet(positions.digest, len(positions), int(positions.masks.shape[1]))
+        self.client.set(self.keys.fingerprint_positions(env_id, role), json.dumps(found.__dict__), ex=TTL_S)
+
+    def compute(self, positions: Positions, sha256: str) -> Fingerprinted:
+        """The fingerprint of snapshot ``sha256`` on ``positions``: read if stored, else computed and
+        stored, or why it cannot be (stored too, so it is not tried again on every ask)."""
+        key = self.keys.fingerprint(positions.digest, sha256)
+        raw = self.client.get(key)
+        if raw is not None and len(raw) == 4 * positions.masks.size:
+            return Fingerprinted(sha256, np.frombuffer(raw, dtype=np.float32).reshape(positions.masks.shape))
+        try:
+            probs = self._compute(positions, sha256)
+        except Exception as exc:  # any failure of the policy's runtime: no fingerprint, and why
+            log.exception("no fingerprint for snapshot %s", sha256[:16])
+            error = f"{type(exc).__name__}: {exc}"
+            self.client.set(self.keys.fingerprint_error(positions.digest, sha256), error, ex=TTL_S)
+            return Fingerprinted(sha256, None, error)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.set(key, probs.tobytes(), ex=TTL_S)
+        pipe.delete(self.keys.fingerprint_error(positions.digest, sha256))
+        pipe.execute()
         return Fingerprinted(sha256, probs)
 
-    def _keep(self, key: tuple[str, str], probs: np.ndarray, stored: bool) -> None:
+    def done(self, env_id: str, role: str, sha256: str) -> None:
+        """The job of ``sha256`` is finished: asking again may queue it (if nothing is stored)."""
+        self.client.delete(self.keys.fingerprint_job(env_id, role, sha256))
+
+    def _keep(self, key: tuple[str, str], probs: np.ndarray) -> None:
         with self._lock:
-            self._local[key] = (probs, stored)
+            self._local[key] = probs
             self._local.move_to_end(key)
             while len(self._local) > self.capacity:
                 self._local.popitem(last=False)
-
-    def _read(self, key: tuple[str, str], shape: tuple[int, ...]) -> np.ndarray | None:
-        try:
-            raw = self.client.get(self.keys.fingerprint(*key))
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            log.warning("redis unreachable (%s); fingerprinting %s without its cache", exc, key[1][:16])
-            return None
-        if raw is None or len(raw) != 4 * shape[0] * shape[1]:
-            return None
-        return np.frombuffer(raw, dtype=np.float32).reshape(shape)
-
-    def _write(self, key: tuple[str, str], probs: np.ndarray) -> bool:
-        """Stores ``probs`` in Redis; whether it did."""
-        try:
-            self.client.set(self.keys.fingerprint(*key), probs.tobytes(), ex=TTL_S)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            log.warning("redis unreachable (%s); fingerprint of %s kept in this process", exc, key[1][:16])
-            return False
-        return True
 
     def _compute(self, positions: Positions, sha256: str) -> np.ndarray:
         policy = load_snapshot_policy(self.source, sha256, "cpu", max_bytes=self.max_bytes)

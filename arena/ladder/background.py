@@ -30,6 +30,11 @@ One loop, on its own thread:
    (:class:`~arena.ladder.challenge_queue.ChallengeQueue`) pops them and plays them in
    the connected lane too, and queues again those a dead service left unfinished.
 
+6. **Fingerprints.** Every agent that passes validation, and every snapshot a read found
+   without one, is queued for its clone fingerprint; a thread of its own
+   (:class:`~arena.evaluation.fingerprint_worker.FingerprintWorker`) computes them, so the
+   API's reads (``/agents/{id}/family``, the integrity report) compute nothing.
+
 (:mod:`arena.ladder.demo` fills an empty database with agents to watch.)
 """
 
@@ -51,6 +56,8 @@ from arena.core.settings import Settings
 from arena.engine import MatchEngine
 from arena.engine.plan import plan_matches
 from arena.engine.records import Termination
+from arena.evaluation.fingerprint_worker import FingerprintWorker
+from arena.evaluation.fingerprints import FingerprintStore
 from arena.ladder.challenge_queue import ChallengeQueue
 from arena.ladder.dispatch import CONNECTED_KINDS, Ladder, LadderConfig, agent_source, open_ladder, waiting_reason
 from arena.ladder.lane import ConnectedLane
@@ -142,9 +149,12 @@ class BackgroundService:
         self.people = HumanMatchQueue(services, self.lane)
         self.challenges = ChallengeQueue(services, self.lane)
         self.broker = services.connected_policies().broker
+        self.fingerprints = FingerprintWorker(FingerprintStore(services.pool, services.redis, services.pool.keys,
+                                                               max_bytes=services.settings.max_upload_bytes))
         self._stop = threading.Event()
         self.competitions = CompetitionBoards(services, runner, self.pacer, batch_size=self.config.batch_size,
-                                              stop=self._stop.is_set, clock=clock)
+                                              stop=self._stop.is_set, clock=clock, lane=self.lane,
+                                              online=self._online)
         self._thread: threading.Thread | None = None
         self.rounds = 0
         self._sampled_at = float("-inf")
@@ -205,7 +215,10 @@ class BackgroundService:
                 self._set_status(agent.id, AgentStatus.REJECTED,
                                  f"validation match {r.match_id} ended in {r.termination}: {r.detail}")
                 return
-        self._set_status(agent.id, AgentStatus.PLACEMENT)
+        if self._set_status(agent.id, AgentStatus.PLACEMENT):
+            role = getattr(policy.spec, "role", None) or agent.role
+            if role:  # its clone fingerprint, computed beside the loop (arena.evaluation.fingerprint_worker)
+                self.fingerprints.store.ask(agent.env_id, role, [agent.snapshot_sha256])
 
     # -- ladders ------------------------------------------------------------------
     def ladder_round(self, env_id: str) -> int:
@@ -328,6 +341,7 @@ class BackgroundService:
         self._thread.start()
         self.people.start()
         self.challenges.start()
+        self.fingerprints.start()
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -336,5 +350,6 @@ class BackgroundService:
             self._thread.join(timeout)
         self.people.stop()
         self.challenges.stop()
+        self.fingerprints.stop()
         self.lane.close()
         self.engine.close()

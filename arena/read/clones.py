@@ -1,8 +1,10 @@
 """Read models of clone fingerprints: the admin's clone flags, an agent's family.
 
 Every neural agent (safetensors or ONNX; rejected ones left out) is fingerprinted on
-the positions of its env and role (:mod:`arena.evaluation.fingerprints`, cached by
-snapshot hash); :mod:`league.evaluation.fingerprints` compares them. Near-duplicates of different
+the positions of its env and role by the background service
+(:mod:`arena.evaluation.fingerprint_worker`, stored by snapshot hash); these reads only
+compare what is stored (:mod:`league.evaluation.fingerprints`) and queue what is missing,
+which they list as ``pending``: a read computes nothing heavy. Near-duplicates of different
 owners are flagged for the admin with the evidence; one owner's near-duplicates are a
 family, its versions, shown on each member's page. See docs/evaluation.md, "Clone
 fingerprints".
@@ -11,13 +13,13 @@ fingerprints".
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from sqlalchemy.orm import Session
 
 from arena.core.agent_status import AgentStatus
-from arena.evaluation.fingerprint_positions import fingerprint_positions
 from arena.evaluation.fingerprints import FingerprintStore
 from arena.storage.db import repositories as repo
 from league.evaluation.fingerprints import DEFAULT_THRESHOLDS, Similarity, clone_report, near_duplicates, similarity
@@ -41,24 +43,40 @@ def _fingerprinted(session: Session, agents: list[repo.AgentInfo]) -> dict[str, 
     return by_role
 
 
-def _fingerprints(store: FingerprintStore, env_id: str, role: str, agents: list[repo.AgentInfo],
-                  persist: bool) -> tuple[int, dict[int, np.ndarray], list[dict[str, Any]]]:
-    """``(positions, {agent id: fingerprint}, [agents without one])`` on ``role``'s positions
-    (no fingerprints where the env has fewer than :data:`MIN_POSITIONS`)."""
-    try:
-        positions = fingerprint_positions(env_id, role)
-    except (RuntimeError, ValueError) as exc:  # a registered env that never offers role a choice
-        return 0, {}, [{"agent_id": a.id, "name": a.name, "error": str(exc)} for a in agents]
-    if len(positions) < MIN_POSITIONS:
-        return len(positions), {}, []
-    found, missing = {}, []
+@dataclass
+class _Stored:
+    """What is stored for some agents of one env and role."""
+
+    positions: int = 0
+    found: dict[int, np.ndarray] = field(default_factory=dict)
+    pending: list[int] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _fingerprints(store: FingerprintStore, env_id: str, role: str, agents: list[repo.AgentInfo]) -> _Stored:
+    """The stored fingerprints of ``agents`` on ``role``'s positions; the missing ones are queued
+    (``pending``). None are compared where the env has fewer than :data:`MIN_POSITIONS`."""
+    positions = store.position_set(env_id, role)
+    if positions is None:  # nothing computed for this env and role yet: its first job publishes the set
+        store.ask(env_id, role, [a.snapshot_sha256 for a in agents])
+        return _Stored(pending=[a.id for a in agents])
+    if positions.error:
+        return _Stored(failed=[{"agent_id": a.id, "name": a.name, "error": positions.error} for a in agents])
+    if positions.count < MIN_POSITIONS:
+        return _Stored(positions.count)
+    stored = store.stored(positions, [a.snapshot_sha256 for a in agents])
+    out = _Stored(positions.count)
     for a in agents:
-        fp = store.get(positions, a.snapshot_sha256, persist=persist)
-        if fp.probs is None:
-            missing.append({"agent_id": a.id, "name": a.name, "error": fp.error})
+        fp = stored[a.snapshot_sha256]
+        if fp is None:
+            out.pending.append(a.id)
+        elif fp.probs is None:
+            out.failed.append({"agent_id": a.id, "name": a.name, "error": fp.error})
         else:
-            found[a.id] = fp.probs
-    return len(positions), found, missing
+            out.found[a.id] = fp.probs
+    by_id = {a.id: a for a in agents}
+    store.ask(env_id, role, [by_id[i].snapshot_sha256 for i in out.pending])
+    return out
 
 
 def _who(agent: repo.AgentInfo, owner_names: dict[int, str]) -> dict[str, Any]:
@@ -69,19 +87,17 @@ def _link(s: Similarity) -> dict[str, Any]:
     return {"a": s.a, "b": s.b, "agreement": s.agreement, "mean_kl": s.mean_kl}
 
 
-def clones_data(session: Session, store: FingerprintStore, env_id: str, *, persist: bool = True) -> dict[str, Any]:
-    """``ClonesPublic``: near-duplicate agents of different owners (flags) and of one owner (families).
-
-    Args:
-        persist: Cache computed fingerprints in Redis (the admin's check does).
-    """
+def clones_data(session: Session, store: FingerprintStore, env_id: str) -> dict[str, Any]:
+    """``ClonesPublic``: near-duplicate agents of different owners (flags) and of one owner (families),
+    among the agents fingerprinted so far (the others are queued: ``pending``)."""
     by_role = _fingerprinted(session, repo.list_agents(session, env_id))
     agents = {a.id: a for members in by_role.values() for a in members}
     owner_names = repo.user_names(session, {a.owner_id for a in agents.values() if a.owner_id is not None})
-    flags, families, missing, positions, fingerprinted = [], [], [], {}, 0
+    flags, families, missing, pending, positions, fingerprinted = [], [], [], [], {}, 0
     for role, members in sorted(by_role.items()):
-        positions[role], fps, lost = _fingerprints(store, env_id, role, members, persist)
-        missing, fingerprinted = missing + lost, fingerprinted + len(fps)
+        stored = _fingerprints(store, env_id, role, members)
+        positions[role], fps = stored.positions, stored.found
+        missing, pending, fingerprinted = missing + stored.failed, pending + stored.pending, fingerprinted + len(fps)
         report = clone_report(near_duplicates(fps, THRESHOLDS), {a.id: a.owner_id for a in members})
         flags += [{"role": role, "earlier": _who(agents[s.a], owner_names), "later": _who(agents[s.b], owner_names),
                    "agreement": s.agreement, "mean_kl": s.mean_kl, "positions": s.positions} for s in report.flags]
@@ -90,22 +106,31 @@ def clones_data(session: Session, store: FingerprintStore, env_id: str, *, persi
                       "links": [_link(s) for s in f.links]} for f in report.families]
     return {"env": env_id, "positions": positions, "min_agreement": THRESHOLDS.min_agreement,
             "max_kl": THRESHOLDS.max_kl, "fingerprinted": fingerprinted,
-            "flags": flags, "families": families, "not_fingerprinted": missing}
+            "flags": flags, "families": families, "not_fingerprinted": missing, "pending": sorted(pending)}
 
 
-def family_data(session: Session, store: FingerprintStore, agent: repo.AgentInfo, *,
-                persist: bool = False) -> dict[str, Any]:
+def family_data(session: Session, store: FingerprintStore, agent: repo.AgentInfo) -> dict[str, Any]:
     """``FamilyPublic``: the agent's versions - its owner's agents of its env and role that play
-    as one policy with it (linked by near-duplicate pairs) - each with its similarity to it."""
+    as one policy with it (linked by near-duplicate pairs) - each with its similarity to it.
+
+    ``status`` says how complete it is: ``ready``; ``pending`` (fingerprints are queued: the
+    agent's own, or some of its owner's agents', listed in ``pending``, so the family may grow);
+    ``failed`` (the agent's policy could not be fingerprinted: ``error`` says why)."""
     base = {"agent_id": agent.id, "env": agent.env_id, "role": None, "positions": 0,
-            "min_agreement": THRESHOLDS.min_agreement, "max_kl": THRESHOLDS.max_kl, "members": []}
+            "min_agreement": THRESHOLDS.min_agreement, "max_kl": THRESHOLDS.max_kl, "members": [],
+            "status": "ready", "pending": [], "error": None}
     own = [a for a in repo.list_agents(session, agent.env_id) if a.owner_id == agent.owner_id]
     role, members = next(((r, m) for r, m in _fingerprinted(session, own).items()
                           if any(a.id == agent.id for a in m)), (None, []))
     if role is None:
         return base
-    positions, fps, _ = _fingerprints(store, agent.env_id, role, members, persist)
-    base |= {"role": role, "positions": positions}
+    stored = _fingerprints(store, agent.env_id, role, members)
+    fps = stored.found
+    base |= {"role": role, "positions": stored.positions, "pending": sorted(stored.pending),
+             "status": "pending" if stored.pending else "ready"}
+    own_error = next((f["error"] for f in stored.failed if f["agent_id"] == agent.id), None)
+    if own_error is not None:
+        return base | {"status": "failed", "error": own_error}
     if agent.id not in fps:
         return base
     report = clone_report(near_duplicates(fps, THRESHOLDS), {a.id: a.owner_id for a in members})

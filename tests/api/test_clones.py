@@ -1,6 +1,7 @@
 """Clone fingerprints through the API (issue 20, item 6): a retrained copy with tiny weight noise
 submitted by another user is flagged on the admin integrity report with its evidence; independently
-trained agents are not; the same owner's copy is one family (its versions), not a flag."""
+trained agents are not; the same owner's copy is one family (its versions), not a flag. The
+fingerprints are computed by the background service's worker, never by a read."""
 
 from __future__ import annotations
 
@@ -62,6 +63,15 @@ def submit(client, token: str, state: Weights, spec: str, name: str) -> int:
     return response.json()["id"]
 
 
+def worker_of(services):
+    """The background service's fingerprint worker, on the same Redis and snapshot pool."""
+    from arena.evaluation.fingerprint_worker import FingerprintWorker
+    from arena.evaluation.fingerprints import FingerprintStore
+
+    return FingerprintWorker(FingerprintStore(services.pool, services.redis, services.pool.keys,
+                                              max_bytes=services.settings.max_upload_bytes))
+
+
 def fingerprint_keys(services) -> list[bytes]:
     return list(services.redis.scan_iter(f"{services.pool.keys.prefix}:fp:*"))
 
@@ -77,11 +87,16 @@ def test_a_noisy_copy_by_another_user_is_flagged_and_an_owners_copy_is_a_family(
     fresh = submit(client, dave, *random_init(2), "fresh")
     fresh_too = submit(client, carol, *random_init(3), "fresh-too")  # carol: trained and fresh, unrelated
 
-    # Anyone may read an agent's versions; an anonymous read computes but stores nothing.
+    # Anyone may read an agent's versions; a read computes nothing: it queues the fingerprints
+    # (202 pending), the background service's worker computes them (tests/api/test_family.py).
+    agents = (original, version, copy, independent, fresh, fresh_too)
+    assert {client.get(f"{API}/agents/{a}/family").status_code for a in agents} == {202}
+    assert fingerprint_keys(services) == []
+    assert worker_of(services).drain() == 6 and len(fingerprint_keys(services)) == 6
     family = client.get(f"{API}/agents/{original}/family")
     assert family.status_code == 200, family.text
     body = family.json()
-    assert body["role"] == "player" and body["positions"] == 512 and fingerprint_keys(services) == []
+    assert body["role"] == "player" and body["positions"] == 512 and body["status"] == "ready"
     assert [m["agent_id"] for m in body["members"]] == [original, version]
     assert [m["this"] for m in body["members"]] == [True, False]
     assert body["members"][1]["agreement"] >= body["min_agreement"] == 0.99
@@ -103,7 +118,7 @@ def test_a_noisy_copy_by_another_user_is_flagged_and_an_owners_copy_is_a_family(
     assert evidence["agreement"] >= 0.99 and evidence["mean_kl"] <= 0.01 and evidence["positions"] == 512
     [own] = clones["families"]
     assert own["owner"] == "alice" and [m["agent_id"] for m in own["members"]] == [original, version]
-    assert len(fingerprint_keys(services)) == 6  # the admin's check keeps them for every API process
+    assert clones["pending"] == []
 
     page = client.get(f"/agents/{original}")
     assert page.status_code == 200 and f'data-source="{API}/agents/{original}/family"' in page.text

@@ -67,37 +67,45 @@ def test_a_noisy_copy_has_the_fingerprint_of_its_original_and_another_init_does_
     assert [(s.a, s.b) for s in near_duplicates({1: original, 2: copy, 3: other})] == [(1, 2)]
 
 
-def test_fingerprints_are_cached_by_snapshot_and_written_only_when_asked(snapshot_pool: RedisSnapshotPool):
+def test_fingerprints_are_computed_once_stored_by_snapshot_and_failures_with_their_reason(
+        snapshot_pool: RedisSnapshotPool):
     positions = fingerprint_positions(TTT, "player")
     ck = _checkpoint(0)
     sha = snapshot_pool.put(serialize_weights(ck.state_dict), ck.spec, TTT)
-    anonymous = FingerprintStore(snapshot_pool, snapshot_pool.client, snapshot_pool.keys)
-    first = anonymous.get(positions, sha, persist=False)
-    assert first.error == "" and anonymous.computed == 1 and _fp_keys(snapshot_pool) == []
-    assert anonymous.get(positions, sha, persist=False).probs is first.probs and anonymous.computed == 1
-
-    # another process: nothing in it yet
-    admin = FingerprintStore(snapshot_pool, snapshot_pool.client, snapshot_pool.keys)
-    stored = admin.get(positions, sha)
+    worker = FingerprintStore(snapshot_pool, snapshot_pool.client, snapshot_pool.keys)  # the background's side
+    reader = FingerprintStore(snapshot_pool, snapshot_pool.client, snapshot_pool.keys)  # an API process's
+    assert reader.position_set(TTT, "player") is None
+    first = worker.compute(positions, sha)
+    assert first.error == "" and worker.computed == 1
     [key] = _fp_keys(snapshot_pool)
     assert key.decode() == snapshot_pool.keys.fingerprint(positions.digest, sha)
     with pytest.raises(ValueError, match="digest"):
         snapshot_pool.keys.fingerprint("../" + positions.digest[3:], sha)  # keys are never built from arbitrary text
     assert 0 < snapshot_pool.client.ttl(key) <= TTL_S
-    assert np.array_equal(stored.probs, first.probs)
-    reader = FingerprintStore(snapshot_pool, snapshot_pool.client, snapshot_pool.keys)
-    assert np.array_equal(reader.get(positions, sha).probs, first.probs) and reader.computed == 0
+    assert np.array_equal(worker.compute(positions, sha).probs, first.probs) and worker.computed == 1  # stored
+
+    worker.publish_positions(TTT, "player", positions)
+    published = reader.position_set(TTT, "player")
+    assert (published.digest, published.count, published.num_actions) == (positions.digest, len(positions), 9)
+    assert np.array_equal(reader.stored(published, [sha])[sha].probs, first.probs) and reader.computed == 0
 
     onnx = snapshot_pool.put(export_onnx(LoadedCheckpoint(ck.spec, ck.state_dict, sha)),
                     onnx_spec(LoadedCheckpoint(ck.spec, ck.state_dict, sha)), TTT)
-    exported = admin.get(positions, onnx)  # the same network as ONNX: the same behaviour
+    assert reader.stored(published, [onnx]) == {onnx: None}  # not computed yet
+    assert reader.ask(TTT, "player", [onnx, onnx]) == 1 and reader.ask(TTT, "player", [onnx]) == 0  # one job
+    exported = worker.compute(positions, onnx)  # the same network as ONNX: the same behaviour
     assert exported.error == "", exported.error
     agreement, kl = similarity(first.probs, exported.probs)
     assert agreement == 1.0 and kl < 1e-6
+    worker.done(TTT, "player", onnx)
+    assert reader.ask(TTT, "player", [onnx]) == 1  # done: asking again may queue it (the reader asks only for missing)
 
     other_env, spec = random_init_checkpoint("connect_four-v3", "mlp", HIDDEN, seed=0)
-    wrong = admin.get(positions, snapshot_pool.put(serialize_weights(other_env), spec, "connect_four-v3"))
+    other = snapshot_pool.put(serialize_weights(other_env), spec, "connect_four-v3")
+    wrong = worker.compute(positions, other)
     assert wrong.probs is None and "plays connect_four-v3/player" in wrong.error
+    assert reader.stored(published, [other])[other].error == wrong.error  # the failure is stored, with its reason
+    assert worker.compute(positions, other).error == wrong.error
 
 
 def test_the_benchmark_runs_and_flags_only_the_copies():

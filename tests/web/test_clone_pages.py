@@ -13,7 +13,7 @@ from arena.api.app import create_app
 from arena.core.settings import Settings
 from arena.storage.redis_server import EmbeddedRedis
 from arena.storage.wiring import open_services
-from tests.api.test_clones import random_init, with_noise
+from tests.api.test_clones import random_init, with_noise, worker_of
 from tests.client.live import LiveServer
 from tests.web.test_browser import CHROMIUM
 
@@ -46,6 +46,9 @@ def server(embedded_redis: EmbeddedRedis, tmp_path_factory: pytest.TempPathFacto
                                   headers={"Authorization": f"Bearer {tokens[user]}"})
             assert response.status_code == 201, response.text
             ids[name] = response.json()["id"]
+        for agent_id in ids.values():  # a read queues the fingerprints; the background's worker computes them
+            assert httpx.get(f"{live.url}/api/v1/agents/{agent_id}/family").status_code == 202
+        assert worker_of(services).drain() == 3
         yield live.url, ids
         live.stop()
         services.sessions.dispose()

@@ -33,6 +33,6 @@ def integrity(
     get_spec(env)
     version = repo.board_version(session, env)
     body = state.payoffs.get(("integrity", env), version, lambda: integrity_data(session, env))
-    # Not cached with the body: a new submission moves no board version, and the fingerprints
-    # themselves are cached, so comparing them again costs milliseconds.
+    # Not cached with the body: a new submission moves no board version. The fingerprints are
+    # only read (the missing ones queued for the background service, listed as pending).
     return IntegrityPublic(**body, clones=clones_data(session, state.fingerprints, env))

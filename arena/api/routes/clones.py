@@ -5,11 +5,12 @@ The admin's side - near-duplicates of different owners - is part of ``GET /admin
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Path
+from fastapi.responses import JSONResponse
 
-from arena.api.deps import Principal, SessionDep, StateDep, optional_user
+from arena.api.deps import SessionDep, StateDep
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, FamilyPublic
 from arena.read.clones import family_data
@@ -19,22 +20,29 @@ from envs.errors import UnknownAgent
 router = APIRouter(tags=["agents"])
 
 
-@router.get("/agents/{agent_id}/family", response_model=FamilyPublic, responses=error_responses(401, 404, 422))
+@router.get(
+    "/agents/{agent_id}/family", response_model=FamilyPublic,
+    responses={202: {"model": FamilyPublic, "description": "Fingerprints are queued for the background service "
+                     "(`status` pending): the family so far; ask again later."}, **error_responses(404, 422)},
+)
 def family(
     agent_id: Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")],
     session: SessionDep,
     state: StateDep,
-    caller: Annotated[Principal | None, Depends(optional_user)],
-) -> FamilyPublic:
+) -> Any:
     """The agent's family: its owner's agents of the same env and role whose behaviour fingerprints
     match its own (the same best action on at least ``min_agreement`` of the positions and a mean KL
     divergence of at most ``max_kl``), i.e. its versions, each with its agreement and KL.
 
-    Fingerprints are computed on the first ask and cached; only the owner's or an admin's
-    request stores them in Redis (an anonymous read writes nothing).
+    Nothing is computed here: fingerprints are computed by the background service (when an agent
+    passes validation, or queued by the first ask, one job per snapshot however many ask) and this
+    answers from what is stored: 202 with ``status`` pending while some are queued, ``failed`` with
+    the reason when the agent's policy cannot be fingerprinted. No token needed.
     """
     agent = repo.get_agent(session, agent_id)
     if agent is None:
         raise UnknownAgent(f"no agent with id {agent_id}")
-    persist = caller is not None and (caller.is_admin or caller.user_id == agent.owner_id)
-    return FamilyPublic(**family_data(session, state.fingerprints, agent, persist=persist))
+    body = FamilyPublic(**family_data(session, state.fingerprints, agent))
+    if body.status == "pending":
+        return JSONResponse(body.model_dump(mode="json"), status_code=202)
+    return body

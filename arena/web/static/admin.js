@@ -37,7 +37,8 @@
   function showClones(c) {
     document.querySelector("#integrity-clones tbody").replaceChildren(
       ...(c.flags.length ? c.flags.map(cloneRow) : [empty(6, "No two owners' agents play as one policy.")]));
-    const missing = c.not_fingerprinted.length ? `; ${c.not_fingerprinted.length} could not be run` : "";
+    const missing = (c.not_fingerprinted.length ? `; ${c.not_fingerprinted.length} could not be run` : "") +
+      (c.pending && c.pending.length ? `; ${c.pending.length} queued (ask again shortly)` : "");
     document.getElementById("clones-status").textContent =
       `${c.fingerprinted} neural agents fingerprinted (positions per role: ${JSON.stringify(c.positions)})${missing}; ` +
       `flagged at >= ${pct(c.min_agreement)} same best action and mean KL <= ${c.max_kl}; ` +

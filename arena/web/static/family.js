@@ -24,14 +24,21 @@
       const family = await response.json();
       if (!response.ok) {
         body.replaceChildren(empty(family.detail || `error ${response.status}`));
-      } else if (family.members.length) {
+        return;
+      }
+      if (family.members.length) {
         body.replaceChildren(...family.members.map(row));
         refreshTimes(table);
+      } else if (family.status === "pending") {
+        body.replaceChildren(empty("Fingerprints are being computed; this list fills in by itself."));
+      } else if (family.status === "failed") {
+        body.replaceChildren(empty(`No fingerprint: its policy could not be run on the positions (${family.error}).`));
       } else {
         body.replaceChildren(empty(family.positions
           ? `No version: none of its owner's other agents plays like it (${family.positions} positions of ${family.role}).`
           : "No fingerprint: its policy could not be run on the positions."));
       }
+      if (family.status === "pending") setTimeout(load, 3000);  // 202: queued for the background service
     } catch (error) {
       body.replaceChildren(empty(`Could not load its versions: ${error}`));
     }
