@@ -344,5 +344,5 @@ class Probe(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
-# The competition tables, on the same metadata (a module of their own: this one is long enough).
-from arena.storage.db import competition_models  # noqa: F401
+# The competition and tournament tables, on the same metadata (modules of their own: this one is long enough).
+from arena.storage.db import competition_models, tournament_models  # noqa: F401

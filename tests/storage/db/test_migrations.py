@@ -15,6 +15,7 @@ TABLES = {
     "match_participants", "ratings", "rating_events", "match_queue", "league_generations", "probes",
     "web_sessions", "competitions", "competition_organizers", "competition_members", "competition_teams",
     "competition_team_members", "competition_entries", "competition_references", "board_ratings",
+    "tournaments",
 }
 
 
@@ -32,7 +33,7 @@ def test_upgrade_from_empty_to_head_creates_every_table(db_url):
 
     upgrade(db_url)
 
-    assert current_revision(db_url) == head_revision() == "0012_one_probe"
+    assert current_revision(db_url) == head_revision() == "0013_tournaments"
     assert _tables(db_url) == TABLES | {"alembic_version"}
 
 
