@@ -19,16 +19,18 @@ One loop, on its own thread:
    about ``round_s`` of play (a hide-and-seek match costs ~100x a tic-tac-toe one),
    so one slow env never holds up submissions or the other ladders.
 
-3. **People.** Play requests from the browser (``POST /agents/{id}/play``) are popped
-   by a small thread of their own (:class:`~arena.ladder.people.HumanMatchQueue`) and
-   played, unrated, in the connected lane, whatever the loop is doing.
+3. **People.** Play requests from the browser (``POST /agents/{id}/play``) are claimed
+   by a small thread of their own (:class:`~arena.ladder.people.HumanMatchQueue`, on the
+   durable queue of :mod:`arena.ladder.work_queue`) and played, unrated, in the connected
+   lane, whatever the loop is doing; those a dead service left unfinished are queued again.
 4. **Competitions.** Each round also plays one batch of every open competition's own
    board (:mod:`arena.competitions.season`: the same pacer, dispatch and recorder, board
    ``competition:<id>``) and of every final evaluation (:mod:`arena.competitions.final`),
    and moves a competition past its deadline into its final evaluation.
 5. **Challenges.** ``POST /challenges`` only queues them; a small thread of their own
-   (:class:`~arena.ladder.challenge_queue.ChallengeQueue`) pops them and plays them in
-   the connected lane too, and queues again those a dead service left unfinished.
+   (:class:`~arena.ladder.challenge_queue.ChallengeQueue`, the same durable queue) claims
+   them and plays them in the connected lane too, and queues again those a dead service
+   left unfinished.
 
 6. **Fingerprints.** Every agent that passes validation, and every snapshot a read found
    without one, is queued for its clone fingerprint; a thread of its own
