@@ -1,0 +1,90 @@
+"""The one durable queue (arena/ladder/work_queue.py) on a real Redis: every item claimed once
+by racing workers, finished once and only by its owner, queued again when its owner's
+heartbeat lapses (the old owner fenced off), recovered when its worker died between the pop
+and the claim, and failed after MAX_ATTEMPTS claims."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import pytest
+
+from arena.ladder.work_queue import DONE, FAILED, MAX_ATTEMPTS, Claim, WorkQueue
+from arena.snapshots.keys import RedisKeys
+from arena.storage.redis_server import connect_redis
+from tests.races import race
+
+STALE_S = 30.0
+
+
+@pytest.fixture
+def queue(redis_url: str) -> WorkQueue:
+    client = connect_redis(redis_url, timeout_s=5)
+    keys = RedisKeys(prefix="wq-test")
+    return WorkQueue(client, keys.challenge, keys.challenge_queue(), keys.challenges_open(), stale_s=STALE_S)
+
+
+def _put(queue: WorkQueue, *ids: str) -> None:
+    pipe = queue.client.pipeline(transaction=True)
+    for item_id in ids:
+        queue.put(pipe, item_id, f'{{"id": "{item_id}"}}', time.time())
+    pipe.execute()
+
+
+def _claim_all(queue: WorkQueue) -> list[Claim]:
+    claims = []
+    while (claim := queue.claim()) is not None:
+        claims.append(claim)
+    return claims
+
+
+def test_racing_workers_claim_every_item_once_and_only_the_owner_finishes_it_once(queue):
+    ids = [f"item-{k}" for k in range(50)]
+    _put(queue, *ids)
+    claims = [c for worker in race([lambda: _claim_all(queue)] * 8) for c in worker]
+    assert Counter(c.id for c in claims) == Counter(ids)  # each once, none lost
+    assert all(not c.exhausted and c.record["status"] == "playing" and c.record["attempts"] == "1" for c in claims)
+
+    first = claims[0]
+    assert not queue.finish(first.id, "someone-else", DONE)
+    assert not queue.requeue(first.id, "someone-else")
+    finished = race([lambda: queue.finish(first.id, first.owner, DONE)] * 8)
+    assert finished.count(True) == 1  # done exactly once
+    record = queue.fields(first.id)
+    assert (record["status"], record["owner"]) == (DONE, "")
+    assert queue.client.scard(queue.open_set) == len(ids) - 1
+    # Nobody beats for the others: all go back, not the one done.
+    assert sorted(queue.sweep(time.time() + 10 * STALE_S)) == sorted(c.id for c in claims[1:])
+
+
+def test_a_lapsed_claim_is_queued_again_and_its_old_owner_is_fenced_off(queue):
+    _put(queue, "a", "b")
+    a = queue.claim()
+    assert a is not None and a.id == "a"
+    # Its worker died between popping "b" and claiming it: "b" is queued, on no list.
+    assert queue.client.lpop(queue.queue) == b"b"
+    now = time.time()
+    assert queue.touch("a", a.owner, now)
+    assert queue.sweep(now + STALE_S / 2) == []  # "a" still beats; "b" not stale yet
+    assert sorted(queue.sweep(now + STALE_S + 1)) == ["a", "b"]  # both lapsed: queued again
+    assert sorted(queue.sweep(now + STALE_S + 1)) == []  # once
+    again = {c.id: c for c in _claim_all(queue)}
+    assert sorted(again) == ["a", "b"]
+    assert again["a"].owner != a.owner and again["a"].record["attempts"] == "2"
+    assert not queue.touch("a", a.owner, now)  # the dead owner's heartbeat and end count for nothing
+    assert not queue.finish("a", a.owner, DONE)
+    assert queue.finish("a", again["a"].owner, FAILED, "why")
+    assert queue.fields("a")["error"] == "why"
+
+
+def test_an_item_claimed_max_attempts_times_without_finishing_is_to_fail(queue):
+    _put(queue, "doomed")
+    for attempt in range(1, MAX_ATTEMPTS + 2):
+        claim = queue.claim()
+        assert claim is not None and claim.exhausted == (attempt > MAX_ATTEMPTS)
+        if not claim.exhausted:
+            assert queue.touch("doomed", claim.owner, 0)  # its service stopped: stale at once
+            assert queue.sweep() == ["doomed"]
+    assert queue.finish("doomed", claim.owner, FAILED, "too often")
+    assert queue.claim() is None and queue.client.scard(queue.open_set) == 0
