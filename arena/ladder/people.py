@@ -285,6 +285,9 @@ class HumanMatchQueue(QueueWorker):
             if repo.existing_match_ids(session, [request.match_id]):
                 return finished_future()  # its service died after recording it
             found = repo.get_agents(session, [request.agent_id, request.human_agent_id])
+        gone = [i for i in (request.agent_id, request.human_agent_id) if i not in found]
+        if gone:  # no retry brings it back
+            raise UnknownAgent(f"agent {gone[0]} is gone")
         agent, human = found[request.agent_id], found[request.human_agent_id]
         seats = (human.key, agent.key) if request.seat == 0 else (agent.key, human.key)
         job = MatchJob(seed=request.seed, agents=seats, match_id=request.match_id)

@@ -236,12 +236,13 @@ def test_guests_open_at_most_a_few_games_per_address_and_play_tokens_play_only_t
     assert httpx.get(f"{live.url}{API}/envs/{ENV}/humans").json() == {"env": ENV, "count": 0, "data": []}
 
 
-def _queue_game(services, match_id: str, hold: str, token: str, queued: float, guest_id: int = 2) -> None:
+def _queue_game(services, match_id: str, hold: str, token: str, queued: float, guest_id: int = 2,
+                agent_id: int = 1) -> None:
     """A person's game as ``open_game`` queues it (its hold counted, its token live), queued at ``queued``."""
     keys = services.pool.keys
     services.redis.incr(hold)
     services.redis.set(keys.play_token(token_sha256(token)), guest_id)
-    request = PlayRequest(match_id=match_id, env_id=ENV, agent_id=1, human_agent_id=guest_id, seat=0, seed=1,
+    request = PlayRequest(match_id=match_id, env_id=ENV, agent_id=agent_id, human_agent_id=guest_id, seat=0, seed=1,
                           guest=True, holds=(hold,), created=queued, token_sha256=token_sha256(token))
     pipe = services.redis.pipeline(transaction=True)
     people_queue(services.redis, keys).put(pipe, match_id, request.to_json(), queued)
@@ -256,11 +257,12 @@ def test_a_game_not_started_in_time_or_started_too_often_fails_and_gives_its_slo
     _queue_game(services, "m-stale", hold, "token-stale", time.time() - START_WITHIN_S - 1, guest.id)
     _queue_game(services, "m-doomed", hold, "token-doomed", time.time(), guest.id)
     services.redis.hset(keys.human_match("m-doomed"), "attempts", MAX_ATTEMPTS)  # its service died thrice
-    assert services.redis.get(hold) == b"2"
+    _queue_game(services, "m-gone", hold, "token-gone", time.time(), guest.id, agent_id=10**6)  # no such agent
+    assert services.redis.get(hold) == b"3"
     lane = ConnectedLane(services)
     try:
         queue = HumanMatchQueue(services, lane)
-        stale, doomed = queue.take(), queue.take()
+        stale, doomed, gone = queue.take(), queue.take(), queue.take()
         assert queue.take() is None
     finally:
         lane.close()
@@ -268,17 +270,21 @@ def test_a_game_not_started_in_time_or_started_too_often_fails_and_gives_its_slo
         stale.result(timeout=10)
     with pytest.raises(ArenaError, match=f"{MAX_ATTEMPTS} times"):
         doomed.result(timeout=10)
-    for match_id in ("m-stale", "m-doomed"):
+    with pytest.raises(ArenaError, match=f"agent {10**6} is gone"):
+        gone.result(timeout=10)
+    assert people_queue(services.redis, keys).fields("m-gone")["attempts"] == "1"  # failed at once, not retried
+    for match_id in ("m-stale", "m-doomed", "m-gone"):
         record = people_queue(services.redis, keys).fields(match_id)
         assert (record["status"], record["owner"]) == ("failed", "")
-    assert services.redis.get(hold) is None  # both slots given back, once each
+    assert services.redis.get(hold) is None  # the three slots given back, once each
     assert services.redis.llen(keys.human_matches()) == 0 and services.redis.scard(keys.human_matches_open()) == 0
     assert play_token_agent(services.redis, keys, "token-stale") is None
     assert play_token_agent(services.redis, keys, "token-doomed") is None
+    assert play_token_agent(services.redis, keys, "token-gone") is None
     with services.sessions() as session:
         retired = repo.get_agent(session, guest.id)
         assert (retired.status, retired.status_reason) == ("retired", GUEST_DONE)
-        assert repo.get_match(session, "m-stale") is None and repo.get_match(session, "m-doomed") is None
+        assert [repo.get_match(session, m) for m in ("m-stale", "m-doomed", "m-gone")] == [None] * 3
 
 
 def _record_when(services, match_id: str, ready, timeout: float = 60.0) -> dict[str, str]:
