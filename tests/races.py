@@ -1,6 +1,6 @@
-"""Racing requests for the tests of quotas (issue 29 item 5): ``race(calls)`` runs every
-call on a thread of its own, all released at once by a barrier, and returns their results
-in the order of ``calls``."""
+"""Racing calls for the tests of concurrency (quotas, writers, migrations, recorders):
+``race(calls)`` runs every call on a thread of its own, all released at once by a barrier,
+returns their results in the order of ``calls`` and re-raises the first error a call raised."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@ snapshot of a live module that never aliases its weights."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +16,7 @@ from agents.nets import build_net
 from agents.neural import NeuralPolicy, policy_from_file, random_init_checkpoint, write_checkpoint
 from agents.policy import MatchRng, Policy
 from envs.errors import InvalidSubmission
+from tests.races import race
 
 SETUPS = [  # (env, arch, hparams, role)
     ("connect_four-v3", "cnn", {"channels": [8], "hidden": 32}, None),
@@ -259,18 +260,12 @@ def test_random_init_checkpoint_gives_each_thread_its_own_seed_s_weights() -> No
     seeds = list(range(100, 116))
     alone = {s: random_init_checkpoint("tictactoe-v3", "mlp", {"hidden": [64, 64]}, seed=s)[0] for s in seeds}
     together: dict[int, dict[str, torch.Tensor]] = {}
-    start = threading.Barrier(len(seeds))
 
     def init(seed: int) -> None:
-        start.wait()
         for _ in range(20):
             together[seed] = random_init_checkpoint("tictactoe-v3", "mlp", {"hidden": [64, 64]}, seed=seed)[0]
 
-    threads = [threading.Thread(target=init, args=(s,)) for s in seeds]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    race([functools.partial(init, s) for s in seeds])
     for s in seeds:
         assert all(torch.equal(alone[s][k], together[s][k]) for k in alone[s]), s
     first = next(iter(alone[seeds[0]]))

@@ -5,8 +5,6 @@ reason is stored and shown."""
 
 from __future__ import annotations
 
-import threading
-
 import httpx
 
 from agents.checkpoint import serialize_weights
@@ -18,6 +16,7 @@ from tests.api.conftest import ADMIN_TOKEN
 from tests.api.helpers import API, ENV, auth, new_user, upload
 from tests.api.test_clones import random_init, submit, with_noise, worker_of
 from tests.client.live import LiveServer
+from tests.races import race
 
 
 def queued(services) -> int:
@@ -31,18 +30,7 @@ def test_concurrent_gets_queue_one_job_and_the_worker_computes_it(client, servic
     app = create_app(services)
     server = LiveServer(app)
     try:
-        answers: list[httpx.Response] = []
-        start = threading.Barrier(12)
-
-        def ask() -> None:
-            start.wait()
-            answers.append(httpx.get(f"{server.url}{API}/agents/{original}/family", timeout=30))
-
-        threads = [threading.Thread(target=ask) for _ in range(12)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        answers = race([lambda: httpx.get(f"{server.url}{API}/agents/{original}/family", timeout=30)] * 12)
     finally:
         server.stop()
     assert [a.status_code for a in answers] == [202] * 12

@@ -3,6 +3,8 @@ plays them with the same ids and seeds, and every match is recorded exactly once
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from sqlalchemy import exc as sa_exc
 
@@ -14,6 +16,7 @@ from arena.storage.db import repositories as repo
 from arena.storage.retry import retry_transient
 from envs.errors import ServiceUnavailable
 from tests.ladder.dying_runner import Crash, DiesAfter
+from tests.races import race
 
 NAMES = ["heuristic", "heuristic:epsilon=0.5", "random"]
 
@@ -136,22 +139,19 @@ def test_concurrent_recorders_of_one_env_keep_live_ratings_equal_to_a_rebuild(mi
         "connect_four-v3", [MatchJob(seed=1000 * w + 50 * r + i, agents=(NAMES[i % 3], NAMES[(i + 1) % 3]))
                             for i in range(50)], ladders[w].sources)])))[1] for r in range(rounds)]
               for w in range(2)]
-    barrier, errors = threading.Barrier(2), []
+    barrier = threading.Barrier(2)
 
     def record(w: int) -> None:
         try:
             for records in played[w]:
                 barrier.wait()  # both transactions start together, every round
                 ladders[w].recorder.record(records, ladders[w].agent_ids)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-            barrier.abort()
+        except threading.BrokenBarrierError:
+            return  # the other recorder failed: race raises its error
+        except Exception:
+            barrier.abort()  # the other recorder stops waiting for this one
+            raise
 
-    threads = [threading.Thread(target=record, args=(w,)) for w in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    race([functools.partial(record, w) for w in range(2)])  # raises the first recorder's error, if any
     report = rebuild_ratings(ladders[0].sessions, ladders[0].spec)
     assert report.matches == 2 * rounds * 50 and report.equal, report.mismatches[:5]

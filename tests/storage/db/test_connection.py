@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import time
@@ -15,6 +16,7 @@ from sqlalchemy.exc import StatementError
 from arena.storage.db import Base, make_engine, session_factory
 from arena.storage.db import repositories as repo
 from arena.storage.db.models import User
+from tests.races import race
 from tests.storage.db.builders import match, setup_env
 
 
@@ -75,25 +77,12 @@ def test_concurrent_writers_store_each_match_exactly_once(db_engine):
         setup_env(session)
     shared = [match() for _ in range(200)]
     batches = [shared + [match() for _ in range(50)] for _ in range(4)]
-    results: list[dict[str, int]] = []
-    errors: list[Exception] = []
-    start = threading.Barrier(len(batches))
 
-    def write(rows):
-        try:
-            start.wait()
-            with factory.begin() as session:
-                results.append(repo.insert_matches(session, rows))
-        except Exception as exc:  # noqa: BLE001  (a thread's error is asserted on below)
-            errors.append(exc)
+    def write(rows) -> dict[str, int]:
+        with factory.begin() as session:
+            return repo.insert_matches(session, rows)
 
-    threads = [threading.Thread(target=write, args=(rows,)) for rows in batches]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-    assert errors == []
+    results = race([functools.partial(write, rows) for rows in batches])
     inserted = [match_id for result in results for match_id in result]
     assert len(inserted) == len(set(inserted)) == 200 + 4 * 50
     with factory() as session:
@@ -111,7 +100,6 @@ def test_read_then_write_transactions_never_fail_while_another_writer_commits(db
     sign-up while the ladder wrote); write transactions now take the lock up front."""
     sessions = session_factory(db_engine)
     stop = threading.Event()
-    errors: list[Exception] = []
 
     def ladder() -> None:
         n = 0
@@ -125,23 +113,17 @@ def test_read_then_write_transactions_never_fail_while_another_writer_commits(db
             assert repo.get_user_by_name(session, f"user{i}") is None
             time.sleep(0.01)  # the ladder commits meanwhile
             return repo.create_user(session, f"user{i}")
-        try:
-            for _ in range(5):
-                sessions.write_transaction(create, what="sign-up")
-                i += 100
-        except Exception as exc:  # noqa: BLE001  (a thread's error is asserted on below)
-            errors.append(exc)
+        for _ in range(5):
+            sessions.write_transaction(create, what="sign-up")
+            i += 100
 
     writer = threading.Thread(target=ladder)
     writer.start()
-    users = [threading.Thread(target=sign_up, args=(i,)) for i in range(8)]
-    for thread in users:
-        thread.start()
-    for thread in users:
-        thread.join()
-    stop.set()
-    writer.join()
-    assert errors == []
+    try:
+        race([functools.partial(sign_up, i) for i in range(8)])  # raises the first sign-up's error, if any
+    finally:
+        stop.set()
+        writer.join()
     with sessions() as session:
         assert sum(repo.get_user_by_name(session, f"user{i + 100 * k}") is not None
                    for i in range(8) for k in range(5)) == 40
@@ -156,7 +138,6 @@ def test_a_deadlocked_write_transaction_is_retried_on_postgresql(db_engine):
         ids = [repo.create_user(session, name) for name in ("a", "b")]
     both = threading.Barrier(2)
     attempts = Counter()
-    errors: list[Exception] = []
 
     def lock(first: int, second: int) -> None:
         def work(session) -> None:
@@ -165,15 +146,7 @@ def test_a_deadlocked_write_transaction_is_retried_on_postgresql(db_engine):
             if attempts[first] == 1:
                 both.wait(timeout=10)
             session.execute(update(User).where(User.id == second).values(name=User.name + "2"))
-        try:
-            sessions.write_transaction(work, what="locking two users")
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
+        sessions.write_transaction(work, what="locking two users")
 
-    threads = [threading.Thread(target=lock, args=pair) for pair in (ids, ids[::-1])]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    race([functools.partial(lock, *pair) for pair in (ids, ids[::-1])])
     assert sorted(attempts.values()) == [1, 2]  # exactly one was deadlocked and retried

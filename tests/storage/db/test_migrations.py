@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
 from arena.storage.db import Base, current_revision, downgrade, head_revision, make_engine, upgrade
+from tests.races import race
 
 TABLES = {
     "users", "api_tokens", "envs", "leagues", "snapshots", "agents", "matches",
@@ -77,23 +76,7 @@ def test_downgrade_to_base_then_upgrade_again(migrated_db_url):
 
 def test_concurrent_upgrades_migrate_once(db_url):
     # Every service process calls upgrade() on start; simultaneous starts must not race.
-    errors: list[Exception] = []
-    start = threading.Barrier(3)
-
-    def migrate():
-        try:
-            start.wait()
-            upgrade(db_url)
-        except Exception as exc:  # noqa: BLE001  (asserted on below)
-            errors.append(exc)
-
-    threads = [threading.Thread(target=migrate) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-    assert errors == []
+    race([lambda: upgrade(db_url)] * 3)  # raises the first upgrade's error, if any
     assert current_revision(db_url) == head_revision()
     assert _tables(db_url) == TABLES | {"alembic_version"}
 
