@@ -154,6 +154,12 @@ class EntryPublic(BaseModel):
     frozen: bool
 
 
+class ConnectedEntryCreate(BaseModel):
+    """A connected agent as your team's entry: your own process plays it (``arena connect``)."""
+
+    name: TeamName = Field(description="The agent's name (a new one: each entry is a new agent).")
+
+
 class EntriesPublic(BaseModel):
     data: list[EntryPublic]
     count: int

@@ -32,7 +32,8 @@ import numpy as np
 
 from arena.competitions.rules import CompetitionState, final_board_key
 from arena.core.agent_status import ACTIVE
-from arena.ladder.dispatch import Ladder, LadderConfig, agent_source
+from arena.ladder.dispatch import CONNECTED_KINDS, Ladder, LadderConfig, agent_source
+from arena.ladder.lane import ConnectedLane
 from arena.runners import MatchRunner
 from arena.storage.db import Sessions
 from arena.storage.db import repositories as repo
@@ -47,6 +48,7 @@ from league.competitions.certification import (
 )
 from league.competitions.final_schedule import final_pairings
 from league.evaluation.headtohead import Game
+from league.ratings.rating import RatingEnv
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +112,10 @@ class FinalEvaluations:
     """Plays the final evaluations, one batch per competition per round (module doc)."""
 
     def __init__(self, services: Services, runner: MatchRunner, *, batch_size: int = 256,
-                 stop: Callable[[], bool] = lambda: False, now: Callable[[], datetime] = utcnow) -> None:
+                 stop: Callable[[], bool] = lambda: False, now: Callable[[], datetime] = utcnow,
+                 lane: ConnectedLane | None = None) -> None:
         self.services, self.runner, self.batch_size, self.stop, self.now = services, runner, batch_size, stop, now
+        self.lane = lane
 
     def round(self, competition: comp_repo.CompetitionInfo) -> int:
         """One batch of ``competition``'s final evaluation, or its end; returns matches recorded."""
@@ -131,6 +135,12 @@ class FinalEvaluations:
                               seed=competition.seed ^ FINAL_SEED_SALT, lane=board, board=board)
         ladder = Ladder(self.services.sessions, config, FINAL_RATING_ENV)
         ladder.sync_agents([agent_source(a) for a in agents.values()])
+        # A connected entry plays in the lane whether or not its client is there: offline, it forfeits
+        # (the usual rules); while the lane still plays the last such batch, its pairs wait a round.
+        connected = [a for a in agents.values() if a.kind in CONNECTED_KINDS]
+        lineups = split_connected(self.lane, ladder, connected, lineups, self.stop, FINAL_RATING_ENV)
+        if not lineups:
+            return 0
         return ladder.run(self.runner, len(lineups), stop=self.stop, lineups=lineups).recorded
 
     def _stop_reason(self, competition: comp_repo.CompetitionInfo, certificate: Certificate, played: int) -> str:
@@ -156,3 +166,16 @@ class FinalEvaluations:
 
         self.services.sessions.write_transaction(finish, what=f"freezing competition {competition_id}'s standings")
 
+
+def split_connected(lane: ConnectedLane | None, ladder: Ladder, connected: list[repo.AgentInfo],
+                    lineups: list[tuple[str, ...]], stop: Callable[[], bool],
+                    rating_env: RatingEnv | None = None) -> list[tuple[str, ...]]:
+    """Hand the line-ups with a connected agent to the lane (played beside the loop, recorded on the
+    same board; dropped this round if the board's lane is still busy); returns the others, for the runner."""
+    keys = {a.key for a in connected}
+    if lane is None or not keys:
+        return lineups
+    theirs = [lu for lu in lineups if keys.intersection(lu)]
+    if theirs:
+        lane.play_ladder(ladder.config, list(ladder.sources.values()), theirs, stop, rating_env)
+    return [lu for lu in lineups if not keys.intersection(lu)]

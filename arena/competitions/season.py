@@ -24,6 +24,7 @@ from arena.competitions import final
 from arena.competitions.rules import CompetitionState, board_key
 from arena.core.agent_status import ACTIVE
 from arena.ladder.dispatch import CONNECTED_KINDS, Ladder, LadderConfig, agent_source, open_ladder
+from arena.ladder.lane import ConnectedLane
 from arena.ladder.pacing import LadderPacer
 from arena.runners import MatchRunner
 from arena.storage.db import repositories as repo
@@ -48,11 +49,13 @@ class CompetitionBoards:
 
     def __init__(self, services: Services, runner: MatchRunner, pacer: LadderPacer, *, batch_size: int = 256,
                  stop: Callable[[], bool] = lambda: False, clock: Callable[[], float] = time.monotonic,
-                 now: Callable[[], datetime] = utcnow) -> None:
+                 now: Callable[[], datetime] = utcnow, lane: ConnectedLane | None = None,
+                 online: Callable[[list[repo.AgentInfo]], list[repo.AgentInfo]] | None = None) -> None:
         self.services, self.runner, self.pacer = services, runner, pacer
         self.batch_size, self.stop, self.clock, self.now = batch_size, stop, clock, now
+        self.lane, self.online = lane, online
         self.ladders: dict[str, Ladder] = {}
-        self.finals = final.FinalEvaluations(services, runner, batch_size=batch_size, stop=stop, now=now)
+        self.finals = final.FinalEvaluations(services, runner, batch_size=batch_size, stop=stop, now=now, lane=lane)
 
     def round(self) -> int:
         """One batch per open competition and per final evaluation; returns matches recorded."""
@@ -77,8 +80,10 @@ class CompetitionBoards:
         with self.services.sessions() as session:
             entries = [e.agent_id for e in comp_repo.entries(session, competition.id, active=True)]
             pool = repo.get_agents(session, entries + comp_repo.references(session, competition.id))
-        # Connected entries play in the connected lane on the env boards; on a competition board they wait.
-        agents = [a for a in pool.values() if a.status in ACTIVE and a.kind not in CONNECTED_KINDS]
+        agents = [a for a in pool.values() if a.status in ACTIVE]
+        # Connected entries play while their client is online, in the connected lane (without one: never).
+        agents = (self.online(agents) if self.online is not None and self.lane is not None
+                  else [a for a in agents if a.kind not in CONNECTED_KINDS])
         if len(agents) < 2:
             return 0
         ladder = self.ladders.get(board)
@@ -86,12 +91,19 @@ class CompetitionBoards:
             config = LadderConfig(competition.env_id, batch_size=self.batch_size, seed=competition.seed,
                                   lane=board, board=board)
             ladder = self.ladders[board] = open_ladder(self.services.sessions, config)
+            if self.lane is not None:  # what a previous service left queued in the board's connected lane
+                self.lane.play_ladder(config, [agent_source(a) for a in agents], [], self.stop)
+        if self.lane is not None and self.lane.take_recorded(board):
+            ladder.reload_ratings()
         ladder.sync_agents([agent_source(a) for a in agents])
         if ladder.missing_roles():
             return 0
         plan = self.pacer.plan(board, ladder.spec.roles, sorted(ladder.sources), ladder.book, ladder.env,
                                self.clock(), plays=ladder.plays)
         lineups = plan.lineups[:self.batch_size]
+        lineups = final.split_connected(self.lane, ladder, [a for a in agents if a.kind in CONNECTED_KINDS], lineups,
+                                  self.stop)
         if not lineups:
             return 0
         return ladder.run(self.runner, len(lineups), stop=self.stop, lineups=lineups).recorded
+

@@ -35,7 +35,7 @@ from arena.competitions.rules import (
     utc_day,
 )
 from arena.core.errors import Conflict, Forbidden, InvalidParameter, TooManyRequests, UnknownCompetition
-from arena.ladder.registration import register_builtin_agents, register_env
+from arena.ladder.registration import register_builtin_agents, register_connected_agent, register_env
 from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
 from arena.storage.db.repositories import competitions as comp_repo
@@ -388,3 +388,26 @@ def entry_tag(competition_id: int, caller: Caller, path: str,
         return attach
 
     return check
+
+
+def enter_connected(services: Services, caller: Caller, competition_id: int, name: str) -> int:
+    """A connected agent of the caller (played by its own process, no weights) as its team's entry,
+    under the same checks and quota as an upload (:func:`entry_tag`); returns the agent's id.
+
+    Raises:
+        Conflict: The caller already has a connected agent of that name in the env (name a new one).
+    """
+    def enter(session: Session) -> int:
+        competition = comp_repo.get_competition(session, competition_id)
+        if competition is None:
+            raise UnknownCompetition(f"no competition with id {competition_id}")
+        attach = entry_tag(competition_id, caller, "connected", competition.env_id)(session)
+        agent, created = register_connected_agent(session, competition.env_id, name, caller.user_id,
+                                                  competition.role)
+        if not created:
+            raise Conflict(f"you already have a connected agent called {name!r} (agent {agent.id}); an entry "
+                           "is a new agent: give it a new name", existing_id=agent.id)
+        attach(agent.id)
+        return agent.id
+
+    return services.sessions.write_transaction(enter, what=f"entering a connected agent in {competition_id}")

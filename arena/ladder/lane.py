@@ -30,12 +30,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 from arena.engine import MatchJob, MatchRecord
-from arena.ladder.dispatch import LadderConfig, open_ladder
+from arena.ladder.dispatch import Ladder, LadderConfig, open_ladder
 from arena.ladder.recorder import record_unrated
 from arena.runners import AgentSource, InProcessRunner
 from arena.runners.batches import MatchBatch
 from arena.storage.wiring import Services
 from envs.registry import get_spec
+from league.ratings.rating import RatingEnv
 
 log = logging.getLogger(__name__)
 
@@ -78,39 +79,43 @@ class ConnectedLane:
             self._local.runner = runner
         return runner
 
-    def busy(self, env_id: str) -> bool:
+    def busy(self, board: str) -> bool:
+        """Whether a lane batch of ``board`` (an env id: its ladder; else a board beside it) is in flight."""
         with self._lock:
-            future = self._busy.get(env_id)
+            future = self._busy.get(board)
             return future is not None and not future.done()
 
-    def take_recorded(self, env_id: str) -> bool:
-        """Whether a lane batch of ``env_id`` was recorded since the last call."""
+    def take_recorded(self, board: str) -> bool:
+        """Whether a lane batch of ``board`` (an env id, or a competition's board) was recorded since the last call."""
         with self._lock:
-            if env_id in self._recorded:
-                self._recorded.discard(env_id)
+            if board in self._recorded:
+                self._recorded.discard(board)
                 return True
             return False
 
     def play_ladder(self, config: LadderConfig, sources: list[AgentSource], lineups: list[tuple[str, ...]],
-                    stop: Callable[[], bool]) -> bool:
+                    stop: Callable[[], bool], rating_env: RatingEnv | None = None) -> bool:
         """Play ``lineups`` (each with a connected agent) as rated ladder matches, in the
         background, after whatever a previous run left queued in the lane (no line-ups:
-        only that); ``False`` if the env already has a lane batch in flight."""
-        env_id = config.env_id
-        if self.busy(env_id):
+        only that); ``False`` if the board already has a lane batch in flight. A board beside
+        the env's (``config.board``, a competition's) has a lane of its own in the queue."""
+        key = config.board or config.env_id
+        if self.busy(key):
             return False
-        lane_config = replace(config, lane=LANE, seed=config.seed ^ LANE_SEED_SALT)
+        lane = LANE if config.board is None else f"{config.lane}+c"  # short: batch keys hold 64 characters
+        lane_config = replace(config, lane=lane, seed=config.seed ^ LANE_SEED_SALT)
 
         def play() -> int:
-            ladder = open_ladder(self.services.sessions, lane_config)
+            ladder = (open_ladder(self.services.sessions, lane_config) if rating_env is None
+                      else Ladder(self.services.sessions, lane_config, rating_env))  # a board's own constants
             ladder.sync_agents(sources)
             recorded = ladder.run(self._runner(), len(lineups), stop=stop, lineups=lineups or None).recorded
             with self._lock:
-                self._recorded.add(env_id)
+                self._recorded.add(key)
             return recorded
 
         with self._lock:
-            self._busy[env_id] = self._ladders.submit(_logged(play, f"{env_id} connected batch"))
+            self._busy[key] = self._ladders.submit(_logged(play, f"{key} connected batch"))
         return True
 
     def play_human(self, env_id: str, job: MatchJob, sources: dict[str, AgentSource],

@@ -21,6 +21,7 @@ from arena.api.competition_schemas import (
     CompetitionPublic,
     CompetitionsPublic,
     CompetitionUpdate,
+    ConnectedEntryCreate,
     EntriesPublic,
     EntryCreated,
     EntryPublic,
@@ -38,12 +39,13 @@ from arena.api.deps import Principal, ServicesDep, SessionDep, StateDep, UserDep
 from arena.api.errors import error_responses
 from arena.api.routes.agents import UPLOAD_SCHEMA, receive_agent
 from arena.api.routes.envs import MATCH_LOG_ROWS
-from arena.api.schemas import MAX_ID
+from arena.api.schemas import MAX_ID, AgentPublic
 from arena.competitions import service
 from arena.competitions.rules import CompetitionSettings, board_key, final_board_key
 from arena.core.errors import Forbidden
 from arena.ladder.registration import ladder_rating_env
 from arena.read import competitions as read
+from arena.read.summaries import agents_public
 from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
 from arena.storage.db.repositories import competitions as comp_repo
@@ -226,6 +228,24 @@ async def submit_entry(competition_id: CompetitionIdPath, request: Request, user
     agent = await receive_agent(request, user, state, tag=tag)
     with services.sessions() as session:
         entry = next(e for e in read.entries_public(session, competition_id) if e["agent_id"] == agent.id)
+    return EntryCreated(entry=EntryPublic(**entry), agent=agent)
+
+
+@router.post("/competitions/{competition_id}/entries/connected", status_code=201, response_model=EntryCreated,
+             responses=error_responses(400, 401, 403, 404, 409, 422, 429))
+def submit_connected_entry(competition_id: CompetitionIdPath, body: ConnectedEntryCreate, user: WriterDep,
+                           services: ServicesDep) -> EntryCreated:
+    """Enter a connected agent for your team (the competition must take the `connected` path): refused as an
+    upload is, counted against the same daily quota. Play it with `arena connect FILE:FN --env ENV --name NAME`
+    (the same name); it plays the season while online, and the final evaluation whether or not (offline, its
+    matches forfeit)."""
+    caller = _caller(user)
+    with services.sessions() as session:
+        service.visible(session, competition_id, caller)
+    agent_id = service.enter_connected(services, caller, competition_id, body.name)
+    with services.sessions() as session:
+        agent = AgentPublic(**agents_public(session, [repo.get_agent(session, agent_id)])[0])
+        entry = next(e for e in read.entries_public(session, competition_id) if e["agent_id"] == agent_id)
     return EntryCreated(entry=EntryPublic(**entry), agent=agent)
 
 
