@@ -153,9 +153,7 @@ class Connection:
                 return
             if held == 0:  # lost (Redis restarted, or a long stall): take it back
                 await self.lease.claim()
-            pipe = self.client.pipeline(transaction=False)
-            pipe.set(self.keys.connected_seen(self.agent_id), str(time.time()))
-            await pipe.execute()
+            await self.client.set(self.keys.connected_seen(self.agent_id), str(time.time()))
             if self.limits is not None:
                 await self.limits.renew(self.slots)
 
