@@ -212,9 +212,9 @@ def join_competition(services: Services, caller: Caller, competition_id: int, in
 
     def join(session: Session) -> None:
         competition = comp_repo.get_competition(session, competition_id)
-        if competition is None or (not competition.is_public and not may_see(session, competition, caller)
-                                   and (invite_code is None
-                                        or not secrets.compare_digest(invite_code, competition.invite_code or ""))):
+        invited = (competition is not None and invite_code is not None
+                   and secrets.compare_digest(invite_code, competition.invite_code or ""))
+        if competition is None or not (invited or may_see(session, competition, caller)):
             raise UnknownCompetition(f"no competition with id {competition_id} (or a wrong invite code)")
         comp_repo.add_member(session, competition_id, user_id)
 
