@@ -4,6 +4,7 @@ its versions, and the admin integrity view flags another owner's noisy copy with
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -26,8 +27,9 @@ ENV = "tictactoe-v3"
 
 
 @pytest.fixture(scope="module")
-def server(embedded_redis: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict]]:
-    """A live server where alice submitted an agent and a noisy copy of it, and bob another copy."""
+def server(embedded_redis: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
+    """A live server where alice submitted an agent and a noisy copy of it, and bob another copy
+    (``url``, ``ids`` by name, ``services``, ``upload(user, name, weights)``)."""
     data = tmp_path_factory.mktemp("clones")
     settings = Settings(page_cache_s=0.0, data_dir=data, database_url=f"sqlite:///{data / 'arena.sqlite3'}",
                         redis_url=embedded_redis.url.rsplit("/", 1)[0] + "/0", admin_token=ADMIN, probe_auto=False)
@@ -37,25 +39,29 @@ def server(embedded_redis: EmbeddedRedis, tmp_path_factory: pytest.TempPathFacto
         tokens = {user: httpx.post(f"{live.url}/api/v1/users", json={"name": user}).json()["token"]
                   for user in ("alice", "bob")}
         ids = {}
-        agents = (("alice", "original", state), ("alice", "second-version", with_noise(state, 1e-4, 1)),
-                  ("bob", "bobs-copy", with_noise(state, 1e-4, 2)))
-        for user, name, weights in agents:
+
+        def submit(user: str, name: str, weights) -> int:
             files = [("weights", ("agent.safetensors", serialize_weights(weights), "application/octet-stream")),
                      ("spec", (None, spec)), ("env", (None, ENV)), ("name", (None, name))]
             response = httpx.post(f"{live.url}/api/v1/agents", files=files,
                                   headers={"Authorization": f"Bearer {tokens[user]}"})
             assert response.status_code == 201, response.text
             ids[name] = response.json()["id"]
+            return ids[name]
+
+        submit("alice", "original", state)
+        submit("alice", "second-version", with_noise(state, 1e-4, 1))
+        submit("bob", "bobs-copy", with_noise(state, 1e-4, 2))
         for agent_id in ids.values():  # a read queues the fingerprints; the background's worker computes them
             assert httpx.get(f"{live.url}/api/v1/agents/{agent_id}/family").status_code == 202
         assert worker_of(services).drain() == 3
-        yield live.url, ids
+        yield SimpleNamespace(url=live.url, ids=ids, services=services, submit=submit, state=state)
         live.stop()
         services.sessions.dispose()
 
 
 def test_the_agent_page_lists_its_versions(page, server):
-    url, ids = server
+    url, ids = server.url, server.ids
     page.goto(f"{url}/agents/{ids['original']}")
     rows = page.locator("#family tbody tr:not(.empty)")
     rows.first.wait_for()
@@ -68,7 +74,7 @@ def test_the_agent_page_lists_its_versions(page, server):
 
 
 def test_the_admin_view_flags_the_other_owners_copy(page, server):
-    url = server[0]
+    url = server.url
     page.goto(f"{url}/admin/integrity")
     page.fill("#admin-token", ADMIN)
     page.select_option("#integrity-env", ENV)
@@ -82,3 +88,16 @@ def test_the_admin_view_flags_the_other_owners_copy(page, server):
     status = page.locator("#clones-status").inner_text()
     assert "3 neural agents fingerprinted" in status and "1 same-owner families" in status
     assert "2 clone flags" in page.locator("#integrity-status").inner_text()
+
+
+def test_a_new_versions_page_says_its_fingerprint_is_computing_then_fills_in(page, server):
+    """Runs last: it adds alice's third version. Its page opens while the fingerprint is queued (the
+    read computed nothing), and fills in by itself once the background's worker computed it."""
+    third = server.submit("alice", "third-version", with_noise(server.state, 1e-4, 3))
+    page.goto(f"{server.url}/agents/{third}")
+    page.wait_for_function("() => document.querySelector('#family tbody').textContent.includes('being computed')")
+    assert worker_of(server.services).drain() == 1
+    rows = page.locator("#family tbody tr:not(.empty)")
+    page.wait_for_function("() => document.querySelectorAll('#family tbody tr:not(.empty)').length === 3",
+                           timeout=15_000)
+    assert rows.nth(2).locator("th").inner_text() == "third-version (this agent)"
