@@ -14,9 +14,9 @@ import pytest
 
 from arena.core.settings import Settings
 from arena.storage.db import repositories as repo
-from arena.storage.wiring import Services, open_services
+from arena.storage.wiring import Services
 from tests.api.helpers import API, ENV, RAISED_LIMITS, checkpoint, seed_ladder, upload
-from tests.client.live import LiveServer
+from tests.client.live import serving
 from tests.races import race
 
 IN_FLIGHT = 2
@@ -26,17 +26,11 @@ RACERS = 20
 
 @pytest.fixture
 def live(tmp_path: Path, migrated_db_url: str, redis_url: str) -> Iterator[tuple[str, Services]]:
-    from arena.api.app import create_app
-
     limits = {**RAISED_LIMITS, "challenges_in_flight": IN_FLIGHT, "submissions_per_day": PER_DAY}
     settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=migrated_db_url,
                         redis_url=redis_url, **limits)
-    with open_services(settings) as services:
-        server = LiveServer(create_app(services))
-        try:
-            yield server.url, services
-        finally:
-            server.stop()
+    with serving(settings) as live:
+        yield live
 
 
 def _user(url: str, name: str) -> tuple[dict[str, str], int]:

@@ -10,7 +10,6 @@ from datetime import timedelta
 from pathlib import Path
 
 from agents.neural import write_checkpoint
-from arena.api.app import create_app
 from arena.client import ArenaClient
 from arena.competitions.season import CompetitionBoards
 from arena.core.settings import Settings
@@ -19,9 +18,8 @@ from arena.ladder.pacing import LadderPacer
 from arena.runners import InProcessRunner
 from arena.storage.db.base import utcnow
 from arena.storage.db.repositories import competitions as comp_repo
-from arena.storage.wiring import open_services
 from tests.api.helpers import RAISED_LIMITS
-from tests.client.live import LiveServer, run_cli
+from tests.client.live import run_cli, serving
 
 ENV = "connect_four-v3"
 ADMIN_TOKEN = "competition-admin-token"
@@ -32,12 +30,8 @@ def test_a_competition_from_the_command_line_to_verified_standings(tmp_path: Pat
     home.mkdir()
     settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=migrated_db_url,
                         redis_url=redis_url, admin_token=ADMIN_TOKEN, **RAISED_LIMITS)
-    with open_services(settings) as services:
-        server = LiveServer(create_app(services))
-        try:
-            _season(services, server.url, home, tmp_path)
-        finally:
-            server.stop()
+    with serving(settings) as (url, services):
+        _season(services, url, home, tmp_path)
 
 
 def _season(services, url: str, home: Path, tmp_path: Path) -> None:

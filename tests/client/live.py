@@ -1,5 +1,5 @@
-"""Helpers of the client tests: a live uvicorn server in a thread (alone, or with the background
-service as ``arena serve`` runs it), and the CLI in a subprocess."""
+"""Helpers of the client tests: a live uvicorn server in a thread (alone, over given settings'
+services, or with the background service as ``arena serve`` runs it), and the CLI in a subprocess."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import uvicorn
 
-from arena.storage.wiring import Services
+from arena.core.settings import Settings
+from arena.storage.wiring import Services, open_services
 
 ARENA = [sys.executable, "-m", "arena.cli"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -62,6 +63,19 @@ class LiveServer:
         self._server.should_exit = True
         self._thread.join(timeout=15)
         self._sock.close()
+
+
+@contextmanager
+def serving(settings: Settings) -> Iterator[tuple[str, Services]]:
+    """``(url, services)``: a live server over fresh services of ``settings``; both closed after."""
+    from arena.api.app import create_app
+
+    with open_services(settings) as services:
+        server = LiveServer(create_app(services))
+        try:
+            yield server.url, services
+        finally:
+            server.stop()
 
 
 def run_cli(*args: str, home: Path, server: str | None = None, cwd: Path | None = None,

@@ -12,9 +12,9 @@ import pytest
 
 from arena.client.connected.client import AgentClient
 from arena.core.settings import Settings
-from arena.storage.wiring import Services, open_services
+from arena.storage.wiring import Services
 from tests.api.helpers import RAISED_LIMITS
-from tests.client.live import LiveServer
+from tests.client.live import serving
 
 ADMIN_TOKEN = "connected-tests-admin"
 
@@ -38,16 +38,10 @@ class Live:
 
 @pytest.fixture
 def live(tmp_path: Path, migrated_db_url: str, redis_url: str) -> Iterator[Live]:
-    from arena.api.app import create_app
-
     settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=migrated_db_url,
                         redis_url=redis_url, admin_token=ADMIN_TOKEN, **RAISED_LIMITS)
-    with open_services(settings) as services:
-        server = LiveServer(create_app(services))
-        try:
-            yield Live(server.url, services)
-        finally:
-            server.stop()
+    with serving(settings) as (url, services):
+        yield Live(url, services)
 
 
 @pytest.fixture

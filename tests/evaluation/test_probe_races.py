@@ -15,9 +15,9 @@ import pytest
 
 from arena.core.settings import Settings
 from arena.storage.db import repositories as repo
-from arena.storage.wiring import Services, open_services
+from arena.storage.wiring import Services
 from tests.api.helpers import RAISED_LIMITS
-from tests.client.live import LiveServer
+from tests.client.live import serving
 from tests.races import race
 
 API = "/api/v1"
@@ -35,17 +35,11 @@ class Live:
 
 @pytest.fixture
 def live(tmp_path: Path, migrated_db_url: str, redis_url: str) -> Iterator[Live]:
-    from arena.api.app import create_app
-
     settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=migrated_db_url,
                         redis_url=redis_url, probes_queued_per_user=QUEUED_PER_USER,
                         probes_per_user_per_day=PER_DAY, **RAISED_LIMITS)
-    with open_services(settings) as services:
-        server = LiveServer(create_app(services))
-        try:
-            yield Live(server.url, services)
-        finally:
-            server.stop()
+    with serving(settings) as (url, services):
+        yield Live(url, services)
 
 
 def _user(live: Live, name: str) -> dict[str, str]:
