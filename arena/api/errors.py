@@ -31,6 +31,7 @@ from arena.core.errors import (
     UnknownChallenge,
     UnknownCompetition,
     UnknownMatch,
+    UnknownTournament,
 )
 from arena.snapshots.pool import SnapshotCorrupt, SnapshotNotFound
 from envs.errors import ArenaError, InvalidSubmission, ServiceUnavailable, UnknownAgent, UnknownEnv
@@ -69,6 +70,7 @@ STATUS_CODES: dict[type[ArenaError], int] = {
     UnknownMatch: 404,
     UnknownChallenge: 404,
     UnknownCompetition: 404,
+    UnknownTournament: 404,
     ReplayNotKept: 410,
     SnapshotNotFound: 404,
     Conflict: 409,

@@ -75,6 +75,10 @@ class UnknownCompetition(ArenaError):
     """A competition id that does not exist, or a private one the caller has not joined."""
 
 
+class UnknownTournament(ArenaError):
+    """A tournament id that does not exist, or one of a private competition the caller has not joined."""
+
+
 class TooManyRequests(ArenaError):
     """A rate limit or quota was reached; ``retry_after_s`` says when to try again."""
 

@@ -36,6 +36,9 @@ One loop, on its own thread:
    without one, is queued for its clone fingerprint; a thread of its own
    (:class:`~arena.evaluation.fingerprint_worker.FingerprintWorker`) computes them, so the
    API's reads (``/agents/{id}/family``, the integrity report) compute nothing.
+7. **Tournaments.** Their games are items of the same durable queue, played by a thread
+   of their own (:class:`~arena.competitions.tournament_games.TournamentGames`), which
+   pairs each next round from the games recorded.
 
 (:mod:`arena.ladder.demo` fills an empty database with agents to watch.)
 """
@@ -52,6 +55,7 @@ from typing import Any
 
 from agents.catalog import make_policy
 from arena.competitions.season import CompetitionBoards
+from arena.competitions.tournament_games import TournamentGames
 from arena.core.agent_status import ACTIVE, AgentStatus
 from arena.core.metrics import observe_worker_stats, set_matches_queued, set_queue_depth
 from arena.core.settings import Settings
@@ -150,6 +154,7 @@ class BackgroundService:
         self.lane = ConnectedLane(services)
         self.people = HumanMatchQueue(services, self.lane)
         self.challenges = ChallengeQueue(services, self.lane)
+        self.tournament_games = TournamentGames(services)
         self.broker = services.connected_policies().broker
         self.fingerprints = FingerprintWorker(FingerprintStore(services.pool, services.redis, services.pool.keys,
                                                                max_bytes=services.settings.max_upload_bytes))
@@ -343,6 +348,7 @@ class BackgroundService:
         self._thread.start()
         self.people.start()
         self.challenges.start()
+        self.tournament_games.start()
         self.fingerprints.start()
         return self
 
@@ -352,6 +358,7 @@ class BackgroundService:
             self._thread.join(timeout)
         self.people.stop()
         self.challenges.stop()
+        self.tournament_games.stop()
         self.fingerprints.stop()
         self.lane.close()
         self.engine.close()

@@ -46,6 +46,10 @@ Layout (``prefix`` is ``"arena"`` in the service; tests use a unique prefix each
                                          once it is done or failed)
     {prefix}:challenges:queue    LIST    ids of queued challenges, popped by the service
     {prefix}:challenges:open     SET     ids of challenges queued or being played
+    {prefix}:tgame:{id}          HASH    one tournament game (a durable queue's record, as a
+                                         challenge's; its id is the game's match id)
+    {prefix}:tgames:queue        LIST    ids of queued tournament games
+    {prefix}:tgames:open         SET     ids of tournament games queued or being played
     {prefix}:fp:{positions}:{sha256}
                                  STRING  a snapshot's clone fingerprint (float32 action
                                          probabilities) on position set ``positions``
@@ -223,6 +227,18 @@ class RedisKeys:
     def challenges_open(self) -> str:
         """SET of the ids of challenges queued or being played (what a service start looks through)."""
         return f"{self.prefix}:challenges:open"
+
+    def tournament_game(self, match_id: str) -> str:
+        """HASH of one tournament game (:mod:`arena.competitions.tournament_games`)."""
+        return f"{self.prefix}:tgame:{_limit_part(match_id)}"
+
+    def tournament_games(self) -> str:
+        """LIST of queued tournament game ids, popped by the background service."""
+        return f"{self.prefix}:tgames:queue"
+
+    def tournament_games_open(self) -> str:
+        """SET of the ids of tournament games queued or being played."""
+        return f"{self.prefix}:tgames:open"
 
     def fingerprint(self, positions: str, sha256: str) -> str:
         """STRING: a snapshot's fingerprint on the position set ``positions`` (its digest)."""

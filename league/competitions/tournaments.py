@@ -39,7 +39,7 @@ import numpy as np
 from league.competitions import pairing_rules
 
 __all__ = ["Kind", "MiniMatch", "Pairing", "TournamentFormat", "TournamentGame", "TournamentStanding",
-           "TournamentState", "tournament"]
+           "TournamentState", "game_seed", "total_rounds", "tournament"]
 
 
 class Kind(str, Enum):
@@ -190,6 +190,11 @@ def tournament(entrants: Sequence[Hashable], fmt: TournamentFormat,
         raise ValueError(f"results for pairings that do not exist (yet): {sorted(stray)}")
     finished = len(rounds) == total and all(m.complete for m in rounds[-1])
     return TournamentState(fmt, field, tuple(rounds), finished, _standings(fmt, field, rounds))
+
+
+def total_rounds(fmt: TournamentFormat, n: int) -> int:
+    """How many rounds a field of ``n`` plays in ``fmt``."""
+    return _total_rounds(fmt, n)
 
 
 def _total_rounds(fmt: TournamentFormat, n: int) -> int:
