@@ -118,7 +118,7 @@ def submit_agent(services: Services, owner_id: int | None, owner_name: str, sub:
         league_id, parent_sha256: Lineage of a league snapshot.
         tag: Checks the storing transaction before anything is written and returns what
             attaches the new agent's id to something else in it (a competition entry:
-            :func:`arena.competitions.service.entry_tag`); what either raises refuses the
+            :func:`arena.competitions.entries.entry_tag`); what either raises refuses the
             submission and nothing is stored.
 
     Raises:

@@ -23,7 +23,8 @@ from arena.api import browser
 from arena.api.competition_schemas import Code, TeamName
 from arena.api.deps import client_address
 from arena.api.schemas import MAX_ID
-from arena.competitions import service
+from arena.competitions import service, teams
+from arena.competitions.entries import quota as team_quota
 from arena.competitions.rules import CompetitionState, final_board_key
 from arena.core.errors import Conflict, Forbidden, InvalidParameter, TooManyRequests, UnknownCompetition
 from arena.ladder.registration import ladder_rating_env
@@ -83,7 +84,7 @@ def competition_page_data(session: Session, c: comp_repo.CompetitionInfo,
         "final_matches": repo.count_matches(session, c.env_id, board=final_board_key(c.id)) if read.is_final(c) else 0,
     }
     if mine is not None:
-        left = service.quota(session, c, mine.id, utcnow())
+        left = team_quota(session, c, mine.id, utcnow())
         entries = read.entries_public(session, c.id, mine.id)
         agents = repo.get_agents(session, [e["agent_id"] for e in entries])
         data["my_team"] = {
@@ -171,13 +172,13 @@ def add_competition_routes(router: APIRouter, page: Page, not_found: Callable[[R
     @router.post("/competitions/{competition_id}/teams", include_in_schema=False)
     def create_team(request: Request, competition_id: int, name: FormText, csrf_token: FormText = "") -> Response:
         services = request.app.state.api.services
-        return on_competition(request, competition_id, csrf_token, lambda caller: service.create_team(
+        return on_competition(request, competition_id, csrf_token, lambda caller: teams.create_team(
             services, caller, competition_id, _team_name.validate_python(name.strip())))
 
     @router.post("/competitions/{competition_id}/teams/join", include_in_schema=False)
     def join_team(request: Request, competition_id: int, join_code: FormText, csrf_token: FormText = "") -> Response:
         services = request.app.state.api.services
-        return on_competition(request, competition_id, csrf_token, lambda caller: service.join_team(
+        return on_competition(request, competition_id, csrf_token, lambda caller: teams.join_team(
             services, caller, competition_id, _code.validate_python(join_code.strip())))
 
     @router.post("/competitions/join", include_in_schema=False)

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from fastapi.testclient import TestClient
 
-from arena.competitions import service
+from arena.competitions import entries, teams
 from arena.competitions.service import Caller
 from arena.ladder.submissions import Submission, submit_agent
 from arena.storage.db import repositories as repo
@@ -184,7 +184,7 @@ def _concurrent(services: Services, cid: int, callers: list[Caller], seeds: list
         start.wait()
         try:
             out[i] = submit_agent(services, callers[i].user_id, callers[i].name, sub,
-                                  tag=service.entry_tag(cid, callers[i], "weights", ENV))
+                                  tag=entries.entry_tag(cid, callers[i], "weights", ENV))
         except BaseException as exc:  # noqa: BLE001 - the refusals are the result
             out[i] = exc
 
@@ -235,7 +235,7 @@ def test_concurrent_joins_never_exceed_the_team_size(client, services):
     def join(caller: Caller) -> None:
         start.wait()
         try:
-            service.join_team(services, caller, cid, team["join_code"])
+            teams.join_team(services, caller, cid, team["join_code"])
             outcomes.append("joined")
         except Exception as exc:  # noqa: BLE001 - a refusal is an outcome
             outcomes.append(type(exc).__name__)

@@ -12,7 +12,7 @@ import pytest
 
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
-from arena.competitions import final, service
+from arena.competitions import entries, final, service, teams
 from arena.competitions.rules import CompetitionSettings, board_key, final_board_key
 from arena.competitions.season import CompetitionBoards
 from arena.core.settings import Settings
@@ -57,7 +57,7 @@ def _players(services, cid: int, names: list[str]) -> list[service.Caller]:
     ids = services.sessions.write_transaction(make, what="users")
     callers = [service.Caller(i, n, False) for i, n in zip(ids, names, strict=True)]
     for caller in callers:
-        service.create_team(services, caller, cid, f"team-{caller.name}")
+        teams.create_team(services, caller, cid, f"team-{caller.name}")
     return callers
 
 
@@ -65,7 +65,7 @@ def _enter(services, cid: int, caller: service.Caller, env: str, seed: int) -> i
     state, spec = random_init_checkpoint(env, "mlp", {"hidden": [8]}, seed=seed)
     sub = Submission(serialize_weights(state), json.dumps(spec.to_json()).encode(), env, f"{caller.name}-{seed}")
     return submit_agent(services, caller.user_id, caller.name, sub,
-                        tag=service.entry_tag(cid, caller, "weights", env))
+                        tag=entries.entry_tag(cid, caller, "weights", env))
 
 
 def _board_matches(services, env: str, board: str) -> list:

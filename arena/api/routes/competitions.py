@@ -40,7 +40,7 @@ from arena.api.errors import error_responses
 from arena.api.routes.agents import UPLOAD_SCHEMA, receive_agent
 from arena.api.routes.envs import MATCH_LOG_ROWS
 from arena.api.schemas import MAX_ID, AgentPublic
-from arena.competitions import service
+from arena.competitions import entries, service, teams
 from arena.competitions.rules import CompetitionSettings, board_key, final_board_key
 from arena.core.errors import Forbidden
 from arena.ladder.registration import ladder_rating_env
@@ -152,7 +152,7 @@ def _team_public(session: Session, competition_id: int, team_id: int, user: Prin
 def create_team(competition_id: CompetitionIdPath, body: TeamCreate, user: WriterDep,
                 services: ServicesDep) -> TeamPublic:
     """Create a team with you in it; its ``join_code`` (shown to its members) lets others join."""
-    team_id = service.create_team(services, _caller(user), competition_id, body.name)
+    team_id = teams.create_team(services, _caller(user), competition_id, body.name)
     with services.sessions() as session:
         return _team_public(session, competition_id, team_id, user)
 
@@ -162,7 +162,7 @@ def create_team(competition_id: CompetitionIdPath, body: TeamCreate, user: Write
 def join_team(competition_id: CompetitionIdPath, body: TeamJoin, user: WriterDep,
               services: ServicesDep) -> TeamPublic:
     """Join a team by its code, within the competition's team size (409 when full)."""
-    team_id = service.join_team(services, _caller(user), competition_id, body.join_code)
+    team_id = teams.join_team(services, _caller(user), competition_id, body.join_code)
     with services.sessions() as session:
         return _team_public(session, competition_id, team_id, user)
 
@@ -173,7 +173,7 @@ def merge_team(competition_id: CompetitionIdPath, body: TeamMerge, user: WriterD
                services: ServicesDep) -> TeamPublic:
     """Merge another team (by its join code) into yours, before the merge deadline. Kaggle's rule: the
     two teams' submissions together may not exceed the daily limit times the days the competition has run."""
-    team_id = service.merge_team(services, _caller(user), competition_id, body.join_code)
+    team_id = teams.merge_team(services, _caller(user), competition_id, body.join_code)
     with services.sessions() as session:
         return _team_public(session, competition_id, team_id, user)
 
@@ -196,7 +196,7 @@ def my_quota(competition_id: CompetitionIdPath, session: SessionDep, user: UserD
     team = comp_repo.team_of(session, competition_id, user.user_id) if user.user_id else None
     if team is None:
         raise Forbidden(f"you are in no team of competition {competition_id}; create or join one first")
-    left = service.quota(session, competition, team.id, utcnow())
+    left = entries.quota(session, competition, team.id, utcnow())
     active = [e.agent_id for e in comp_repo.entries(session, competition_id, team_id=team.id, active=True)]
     return QuotaPublic(team_id=team.id, team=team.name, used_today=left.used_today, left_today=left.left_today,
                        resets_at=left.resets_at, active_entries=active)
@@ -220,10 +220,10 @@ async def submit_entry(competition_id: CompetitionIdPath, request: Request, user
         competition = service.visible(session, competition_id, caller)
 
     def tag(submission):
-        path = service.submission_path(submission.spec)
+        path = entries.submission_path(submission.spec)
         with services.sessions() as session:
-            service.check_entry(session, competition, caller, path, submission.env, utcnow())
-        return service.entry_tag(competition_id, caller, path, submission.env)
+            entries.check_entry(session, competition, caller, path, submission.env, utcnow())
+        return entries.entry_tag(competition_id, caller, path, submission.env)
 
     agent = await receive_agent(request, user, state, tag=tag)
     with services.sessions() as session:
@@ -242,7 +242,7 @@ def submit_connected_entry(competition_id: CompetitionIdPath, body: ConnectedEnt
     caller = _caller(user)
     with services.sessions() as session:
         service.visible(session, competition_id, caller)
-    agent_id = service.enter_connected(services, caller, competition_id, body.name)
+    agent_id = entries.enter_connected(services, caller, competition_id, body.name)
     with services.sessions() as session:
         agent = AgentPublic(**agents_public(session, [repo.get_agent(session, agent_id)])[0])
         entry = next(e for e in read.entries_public(session, competition_id) if e["agent_id"] == agent_id)
