@@ -3,8 +3,10 @@ and a final evaluation whose ranks are certified.
 
 - ``rules``: the settings a competition is created with, what may change once it opens,
   its states, the daily quota's window and Kaggle's merge rule (pure).
-- ``service``: the writes behind the API (create, open, join, teams, merges, entries),
-  each one transaction whose gating counts are checked under a lock.
+- ``service``: who may see and organize a competition; creating, changing, opening, joining.
+- ``teams``, ``entries``: teams (create, join, merge) and entries (the daily quota, the
+  submission path's tag, connected entries): each one transaction whose gating counts are
+  checked under a lock.
 - ``season``: a competition's board, played by the background service with the ladder's
   pacer, dispatch and recorder (board key ``competition:<id>``).
 - ``final``: the final evaluation driver (frozen pool, ratings from the prior, batches from
