@@ -178,3 +178,28 @@ def test_the_final_evaluation_freezes_the_pool_certifies_and_survives_a_kill(ser
     again = final.recompute(frozen, final.games_of(matches, keys), final.certification_config(competition))
     assert final.published(again, len(matches), "certified") == result
     assert rebuild_ratings(services.sessions, get_spec(env), board=board, rating_env=FINAL_RATING_ENV).equal
+
+
+def test_the_final_evaluation_stops_at_its_end_date_and_publishes_what_is_open(services):
+    env = "connect_four-v3"
+    now = utcnow()
+    cid = _competition(services, env, final_ends_at=now + timedelta(hours=3), final_floor=2)
+    with services.sessions.begin() as session:
+        ids = register_builtin_agents(session, env, ["heuristic", "heuristic:epsilon=0.2"])
+        for name, agent_id in ids.items():
+            team = comp_repo.create_team(session, cid, f"t-{name}", f"code-{agent_id}")
+            comp_repo.add_entry(session, cid, team, agent_id, None, utcnow())
+    assert final.start_final(services.sessions, cid, now + timedelta(hours=2))
+    with services.sessions() as session:
+        competition = comp_repo.get_competition(session, cid)
+    during = final.FinalEvaluations(services, InProcessRunner(), batch_size=8, now=lambda: now + timedelta(hours=2))
+    assert during.round(competition) == 8  # before the end: it plays
+    after = final.FinalEvaluations(services, InProcessRunner(), batch_size=8, now=lambda: now + timedelta(hours=4))
+    assert after.round(competition) == 0
+    with services.sessions() as session:
+        competition = comp_repo.get_competition(session, cid)
+    result = competition.final_result
+    assert competition.state == "finished" and result["stopped"] == "end of the final evaluation"
+    assert result["matches"] == 8 and not result["certified"]
+    assert [p["status"] for p in result["pairs"]] and all(p["status"] != "separated" or p["confidence"] >= 0.95
+                                                          for p in result["pairs"])
