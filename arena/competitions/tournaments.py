@@ -273,3 +273,28 @@ def public(session: Session, info: tour_repo.TournamentInfo, state: TournamentSt
                                                    for b in info.entrants if b in cross[a]]} for a in info.entrants],
     }
 
+
+
+def visible_list(session: Session, caller: service.Caller | None,
+                 competition_id: int | None = None) -> list[tour_repo.TournamentInfo]:
+    """Tournaments the caller may see, newest first: of ``competition_id`` (404 if it may not see
+    that competition), else all of them whose competition it may see and those of none."""
+    if competition_id is not None:
+        service.visible(session, competition_id, caller)
+        return tour_repo.tournaments(session, competition_id=competition_id)
+    seen: dict[int, bool] = {}
+
+    def may(info: tour_repo.TournamentInfo) -> bool:
+        cid = info.competition_id
+        if cid is not None and cid not in seen:
+            competition = comp_repo.get_competition(session, cid)
+            seen[cid] = competition is not None and service.may_see(session, competition, caller)
+        return cid is None or seen[cid]
+
+    return [info for info in tour_repo.tournaments(session) if may(info)]
+
+
+def summary(info: tour_repo.TournamentInfo) -> dict[str, Any]:
+    return {"id": info.id, "title": info.title, "env": info.env_id, "competition_id": info.competition_id,
+            "kind": info.kind, "games": info.games, "state": info.state, "entrants": len(info.entrants),
+            "created_at": info.created_at}

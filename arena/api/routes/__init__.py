@@ -17,6 +17,7 @@ from arena.api.routes import (
     matches,
     people,
     probes,
+    tournaments,
     users,
 )
 
@@ -27,7 +28,7 @@ def api_router() -> APIRouter:
     """Every JSON endpoint, mounted under :data:`API_PREFIX`."""
     router = APIRouter(prefix=API_PREFIX)
     for module in (health, users, envs, connected, people, agents, clones, probes, leaderboard, matches,
-                   leagues, challenges, competitions, admin):
+                   leagues, challenges, competitions, tournaments, admin):
         router.include_router(module.router)
     router.include_router(league_api.router)  # the league API for outside trainers
     return router
