@@ -59,6 +59,8 @@ class TablePublic(BaseModel):
     a: int
     b: int | None = Field(description="null: a bye.")
     complete: bool
+    advances: int | None = Field(description="Who won the mini-match (null: not finished, or drawn); in "
+                                 "elimination who goes on (a drawn one: the higher seed; a bye: its entrant).")
     points_a: float | None
     points_b: float | None
     games: list[TournamentGamePublic]

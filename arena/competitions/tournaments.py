@@ -43,6 +43,7 @@ from envs.registry import get_spec
 from league.competitions.certification import FINAL_RATING_ENV
 from league.competitions.tournaments import (
     Kind,
+    MiniMatch,
     TournamentFormat,
     TournamentGame,
     TournamentState,
@@ -254,6 +255,7 @@ def public(session: Session, info: tour_repo.TournamentInfo, state: TournamentSt
                                   else p.a, "score_a": None if seat0 is None else
                                   (seat0 if g % 2 == 0 else 1.0 - seat0)})
             tables.append({"table": p.table, "a": p.a, "b": p.b, "complete": mm.complete,
+                           "advances": _advances(info, mm),
                            "points_a": mm.points_a if mm.complete else None,
                            "points_b": mm.points_b if mm.complete and p.b is not None else None, "games": games})
         rounds.append({"round": rnd[0].pairing.round if rnd else len(rounds) + 1, "tables": tables})
@@ -273,6 +275,21 @@ def public(session: Session, info: tour_repo.TournamentInfo, state: TournamentSt
                                                    for b in info.entrants if b in cross[a]]} for a in info.entrants],
     }
 
+
+
+def _advances(info: tour_repo.TournamentInfo, mm: MiniMatch) -> int | None:
+    """Who won the mini-match (``None``: not finished, or drawn); in elimination a drawn one goes to
+    the higher seed and a bye to its entrant (the pure module's rule)."""
+    p = mm.pairing
+    if not mm.complete:
+        return None
+    if p.b is None:
+        return p.a if info.kind == Kind.SINGLE_ELIMINATION.value else None
+    if mm.points_a != mm.points_b:
+        return p.a if mm.points_a > mm.points_b else p.b
+    if info.kind != Kind.SINGLE_ELIMINATION.value:
+        return None
+    return p.a if info.entrants.index(p.a) < info.entrants.index(p.b) else p.b
 
 
 def visible_list(session: Session, caller: service.Caller | None,

@@ -23,7 +23,7 @@ from arena.api import browser
 from arena.api.competition_schemas import Code, TeamName
 from arena.api.deps import client_address
 from arena.api.schemas import MAX_ID
-from arena.competitions import service, teams
+from arena.competitions import service, teams, tournaments
 from arena.competitions.entries import quota as team_quota
 from arena.competitions.rules import CompetitionState, final_board_key
 from arena.core.errors import Conflict, Forbidden, InvalidParameter, TooManyRequests, UnknownCompetition
@@ -32,6 +32,7 @@ from arena.read import competitions as read
 from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
 from arena.storage.db.repositories import competitions as comp_repo
+from arena.storage.db.repositories import tournaments as tour_repo
 from envs.errors import ArenaError
 from league.competitions.certification import FINAL_RATING_ENV
 
@@ -82,6 +83,7 @@ def competition_page_data(session: Session, c: comp_repo.CompetitionInfo,
         "accepting_teams": c.state in (CompetitionState.DRAFT, CompetitionState.OPEN) and utcnow() < c.deadline,
         "my_team": None, "standings": _standings(c.final_result, names),
         "final_matches": repo.count_matches(session, c.env_id, board=final_board_key(c.id)) if read.is_final(c) else 0,
+        "tournaments": [tournaments.summary(t) for t in tour_repo.tournaments(session, competition_id=c.id)],
     }
     if mine is not None:
         left = team_quota(session, c, mine.id, utcnow())

@@ -50,6 +50,7 @@ from arena.storage.db import repositories as repo
 from arena.web.accounts import add_account_routes
 from arena.web.competitions import add_competition_routes
 from arena.web.filters import FILTERS
+from arena.web.tournaments import add_tournament_routes
 from envs.errors import UnknownEnv
 from envs.registry import get_spec, list_envs
 
@@ -137,6 +138,7 @@ def web_router() -> APIRouter:
 
     add_account_routes(router, page)
     add_competition_routes(router, page, not_found, app_sessions)
+    add_tournament_routes(router, page, not_found, app_sessions)
 
     @router.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index(request: Request, session: SessionDep) -> HTMLResponse:
