@@ -15,6 +15,13 @@ TeamName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.:+-]{0,63}$",
 Code = Annotated[str, Field(min_length=4, max_length=32, pattern=r"^[A-Za-z0-9_-]+$")]
 
 
+class DivisionCreate(BaseModel):
+    """One division, bottom to top: its boss is one of the reference agents (none for the top)."""
+
+    name: str = Field(min_length=1, max_length=64)
+    boss: str | None = Field(default=None, max_length=200, description="A reference agent: builtin name or id.")
+
+
 class CompetitionCreate(BaseModel):
     """A new competition (a draft until its organizer opens it)."""
 
@@ -42,6 +49,9 @@ class CompetitionCreate(BaseModel):
     is_public: bool = Field(default=True, description="False: only members (by invite code) see it.")
     reference_agents: list[str] = Field(default=[], max_length=50,
                                         description="Builtin names or agent ids of the env: baselines on the board.")
+    divisions: list[DivisionCreate] | None = Field(
+        default=None, max_length=20, description="CodinGame's leagues, bottom to top: an entry moves up when its "
+        "rating's lower bound (mu - 3 sigma) passes its division's boss's mu, and never down.")
 
 
 class CompetitionUpdate(BaseModel):
@@ -89,6 +99,8 @@ class CompetitionPublic(BaseModel):
     tie_margin: float
     final_floor: int
     reference_agents: list[int] = Field(description="Agent ids of the reference agents.")
+    divisions: list[dict[str, Any]] | None = Field(default=None,
+                                                   description="Bottom to top: name and boss (an agent id).")
     created_at: datetime
     final_started_at: datetime | None
     finished_at: datetime | None
@@ -188,6 +200,7 @@ class BoardRowPublic(BaseModel):
     wins: int
     draws: int
     losses: int
+    division: str | None = Field(default=None, description="Its division (a boss: the one it guards).")
 
 
 class CompetitionBoardPublic(BaseModel):

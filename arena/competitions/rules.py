@@ -78,6 +78,9 @@ class CompetitionSettings:
     final_floor: int = 20
     is_public: bool = True
     reference_agents: tuple[str, ...] = field(default_factory=tuple)
+    divisions: tuple[tuple[str, str | None], ...] | None = None
+    """Divisions with bosses, bottom to top: ``(name, boss)``, the boss a reference agent (its
+    builtin name or agent id), ``None`` for the top (:mod:`league.competitions.divisions`)."""
 
     def checked(self) -> CompetitionSettings:
         """These settings with the merge deadline filled in; raises what to fix.
@@ -96,6 +99,13 @@ class CompetitionSettings:
             raise InvalidParameter("merge_deadline must lie between opens_at and the deadline")
         if self.final_ends_at is not None and self.final_ends_at <= self.deadline:
             raise InvalidParameter("final_ends_at must be after the deadline (or null: until certified)")
+        if self.divisions is not None:
+            bosses = [boss for _, boss in self.divisions]
+            if len(self.divisions) < 2 or None in bosses[:-1] or bosses[-1] is not None:
+                raise InvalidParameter("divisions: at least two, bottom to top; every one but the top has a boss "
+                                       "(a reference agent), the top none")
+            if len(set(bosses[:-1])) != len(bosses) - 1 or not set(bosses[:-1]) <= set(self.reference_agents):
+                raise InvalidParameter("divisions: each boss must be a different one of the reference agents")
         unknown = sorted(set(self.allowed_paths) - set(SUBMISSION_PATHS))
         if unknown or not self.allowed_paths:
             raise InvalidParameter(f"allowed_paths must be a non-empty subset of {', '.join(SUBMISSION_PATHS)}; "

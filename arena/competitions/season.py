@@ -9,8 +9,10 @@ transaction, into ``board_ratings``) and the same rebuild. Its pool is the compe
 active entries that passed validation and its reference agents; the env's public board
 never sees these matches (they are stored ``rated = false`` with their board).
 
-Each round also moves competitions along: an open one past its deadline freezes its pool
-and enters the final evaluation (:mod:`arena.competitions.final`), which plays until certified.
+After a batch, entries move up the competition's divisions (if it has any) when their rating's
+lower bound passes their division's boss (:func:`promote`). Each round also moves competitions
+along: an open one past its deadline freezes its pool and enters the final evaluation
+(:mod:`arena.competitions.final`), which plays until certified.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
 from arena.storage.db.repositories import competitions as comp_repo
 from arena.storage.wiring import Services
+from league.competitions.divisions import Division, place
+from league.ratings.rating import Rating
 
 log = logging.getLogger(__name__)
 
@@ -105,5 +109,31 @@ class CompetitionBoards:
                                   self.stop)
         if not lineups:
             return 0
-        return ladder.run(self.runner, len(lineups), stop=self.stop, lineups=lineups).recorded
+        recorded = ladder.run(self.runner, len(lineups), stop=self.stop, lineups=lineups).recorded
+        if recorded and competition.divisions:
+            promote(self.services, competition)
+        return recorded
+
+
+def promote(services: Services, competition: comp_repo.CompetitionInfo) -> dict[int, int]:
+    """Move the season's active entries up the divisions their ratings earned
+    (:func:`league.competitions.divisions.place`: past a boss's ``mu`` by 3 sigma; never down);
+    returns the moves (agent id -> division index)."""
+    divisions = [Division(d["name"], d["boss"]) for d in competition.divisions or []]
+    board = board_key(competition.id)
+
+    def move(session) -> dict[int, int]:
+        entries = comp_repo.entries(session, competition.id, active=True)
+        bosses = [d.boss for d in divisions if d.boss is not None]
+        stored = comp_repo.load_board_ratings(session, board, [e.agent_id for e in entries] + bosses)
+        ratings = {agent_id: Rating(r.mu, r.sigma) for (agent_id, _), r in stored.items()}
+        current = {e.agent_id: e.division for e in entries}
+        placed = place(divisions, ratings, current)
+        moved = {a: d for a, d in placed.items() if a in current and d != current[a]}
+        comp_repo.set_divisions(session, competition.id, moved)
+        return moved
+
+    if not divisions:
+        return {}
+    return services.sessions.write_transaction(move, what=f"placing competition {competition.id}'s divisions")
 

@@ -106,16 +106,15 @@ def grant_organizer(services: Services, caller: Caller, user_name: str) -> int:
 
 
 def _reference_ids(session: Session, env_id: str, names: tuple[str, ...]) -> list[int]:
-    """Agent ids of the reference agents: agent ids as digits, builtin names otherwise."""
-    ids = [int(n) for n in names if n.isdigit()]
+    """Agent ids of the reference agents, in ``names``' order: agent ids as digits, builtin names otherwise."""
     builtins = [n for n in names if not n.isdigit()]
     for name in builtins:
         try:
             make_policy(name, env_id)  # a name no scripted agent answers to would fail every match
         except ArenaError as exc:
             raise InvalidParameter(f"reference_agents: {exc}") from None
-    if builtins:
-        ids += list(register_builtin_agents(session, env_id, builtins).values())
+    registered = register_builtin_agents(session, env_id, builtins) if builtins else {}
+    ids = [int(n) if n.isdigit() else registered[n] for n in names]
     agents = repo.get_agents(session, ids)
     wrong = [i for i in ids if i not in agents or agents[i].env_id != env_id]
     if wrong:
@@ -145,13 +144,16 @@ def create_competition(services: Services, caller: Caller, settings: Competition
             raise Forbidden("only admins and organizers (an admin makes one with "
                             "PUT /api/v1/competitions/organizers/{user}) may create competitions")
         register_env(session, settings.env_id)
-        values = {k: v for k, v in asdict(settings).items() if k != "reference_agents"}
+        values = {k: v for k, v in asdict(settings).items() if k not in ("reference_agents", "divisions")}
         values["allowed_paths"] = list(settings.allowed_paths)
+        references = _reference_ids(session, settings.env_id, settings.reference_agents)
+        boss_ids = dict(zip(settings.reference_agents, references, strict=True))
+        divisions = None if settings.divisions is None else [
+            {"name": name, "boss": None if boss is None else boss_ids[boss]} for name, boss in settings.divisions]
         competition_id = comp_repo.create_competition(session, {
-            **values, "created_by": caller.user_id, "state": CompetitionState.DRAFT.value,
+            **values, "created_by": caller.user_id, "state": CompetitionState.DRAFT.value, "divisions": divisions,
             "invite_code": None if settings.is_public else new_code(), "seed": secrets.randbits(62)})
-        comp_repo.set_references(session, competition_id, _reference_ids(session, settings.env_id,
-                                                                         settings.reference_agents))
+        comp_repo.set_references(session, competition_id, references)
         return competition_id
 
     return services.sessions.write_transaction(create, what=f"creating a competition on {settings.env_id}")
@@ -164,7 +166,8 @@ def update_competition(services: Services, caller: Caller, competition_id: int, 
         stored = asdict(competition)
         changes = changed_dates(stored, wanted, competition.state, utcnow())
         references = changes.pop("reference_agents", None)
-        merged = {k: v for k, v in {**stored, **changes}.items() if k in CompetitionSettings.__dataclass_fields__}
+        merged = {k: v for k, v in {**stored, **changes}.items()
+                  if k in CompetitionSettings.__dataclass_fields__ and k != "divisions"}  # set at creation only
         merged["allowed_paths"] = tuple(merged["allowed_paths"])
         settings = CompetitionSettings(**merged).checked()
         _check_env(settings)

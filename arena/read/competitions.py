@@ -30,7 +30,7 @@ def competition_public(session: Session, competition: comp_repo.CompetitionInfo,
         "final_match_budget": c.final_match_budget, "daily_submissions": c.daily_submissions,
         "active_entries": c.active_entries, "team_size": c.team_size, "allowed_paths": list(c.allowed_paths),
         "top_k": c.top_k, "confidence": c.confidence, "tie_margin": c.tie_margin, "final_floor": c.final_floor,
-        "reference_agents": comp_repo.references(session, c.id), "created_at": c.created_at,
+        "reference_agents": comp_repo.references(session, c.id), "divisions": c.divisions, "created_at": c.created_at,
         "final_started_at": c.final_started_at, "finished_at": c.finished_at,
     }
 
@@ -71,6 +71,9 @@ def board_public(session: Session, competition: comp_repo.CompetitionInfo, final
         board = board_key(competition.id)
         entries = comp_repo.entries(session, competition.id, active=True)
         references = comp_repo.references(session, competition.id)
+    divisions = competition.divisions or []
+    division_of = {e.agent_id: e.division for e in entries}
+    division_of.update({d["boss"]: k for k, d in enumerate(divisions) if d["boss"] is not None})
     team_names = {t.id: t.name for t in comp_repo.teams(session, competition.id)}
     team_of = {e.agent_id: team_names.get(e.team_id) for e in entries}
     pool = list(dict.fromkeys([e.agent_id for e in entries] + references))
@@ -85,7 +88,9 @@ def board_public(session: Session, competition: comp_repo.CompetitionInfo, final
                      "team": team_of.get(agent_id), "reference": agent_id not in team_of,
                      "role": r.role if r is not None else role, "mu": mu, "sigma": sigma,
                      "conservative": mu - 3.0 * sigma, "games": r.games if r else 0, "wins": r.wins if r else 0,
-                     "draws": r.draws if r else 0, "losses": r.losses if r else 0})
+                     "draws": r.draws if r else 0, "losses": r.losses if r else 0,
+                     "division": divisions[division_of[agent_id]]["name"]
+                     if divisions and not final and agent_id in division_of else None})
     rows.sort(key=lambda row: (-row["conservative"], row["agent_id"]))
     if rows:
         ranks = np.arange(1, len(rows) + 1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,9 @@ from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.ladder.dispatch import queue_lane
 from arena.ladder.pacing import LadderPacer
 from arena.ladder.recorder import rebuild_ratings
-from arena.ladder.registration import register_builtin_agents
+from arena.ladder.registration import ladder_rating_env, register_builtin_agents
 from arena.ladder.submissions import Submission, submit_agent
+from arena.read.competitions import board_public as read_board
 from arena.runners import InProcessRunner
 from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
@@ -45,7 +47,7 @@ def _competition(services, env: str, **overrides) -> int:
     now = utcnow()
     settings = CompetitionSettings(env_id=env, title="t", opens_at=now - timedelta(minutes=1),
                                    deadline=now + timedelta(hours=1), daily_submissions=5, active_entries=2,
-                                   reference_agents=("random",), **overrides)
+                                   **{"reference_agents": ("random",), **overrides})
     cid = service.create_competition(services, ADMIN, settings)
     service.open_competition(services, ADMIN, cid)
     return cid
@@ -203,3 +205,32 @@ def test_the_final_evaluation_stops_at_its_end_date_and_publishes_what_is_open(s
     assert result["matches"] == 8 and not result["certified"]
     assert [p["status"] for p in result["pairs"]] and all(p["status"] != "separated" or p["confidence"] >= 0.95
                                                           for p in result["pairs"])
+
+
+def test_entries_move_up_the_divisions_past_their_bosses_and_never_down(services):
+    env = "connect_four-v3"
+    cid = _competition(services, env, reference_agents=("random", "heuristic:epsilon=0.5"),
+                       divisions=(("bronze", "random"), ("silver", "heuristic:epsilon=0.5"), ("gold", None)))
+    with services.sessions.begin() as session:
+        team = comp_repo.create_team(session, cid, "builtins", "code-divisions")
+        ids = register_builtin_agents(session, env, ["heuristic", "heuristic:epsilon=0.9"])
+        for agent_id in ids.values():
+            comp_repo.add_entry(session, cid, team, agent_id, None, utcnow())
+        competition = comp_repo.get_competition(session, cid)
+    boards = CompetitionBoards(services, InProcessRunner(), LadderPacer(seed=4), batch_size=64)
+    history: list[dict[int, int]] = []
+    for _ in range(12):
+        boards.season_round(competition)
+        with services.sessions() as session:
+            history.append({e.agent_id: e.division for e in comp_repo.entries(session, cid)})
+    for before, after in pairwise(history):
+        assert all(after[a] >= before[a] for a in before)  # never down
+    assert history[-1][ids["heuristic"]] >= 1  # past random's mu by 3 sigma: out of bronze
+    with services.sessions() as session:
+        competition = comp_repo.get_competition(session, cid)
+        _, rows = read_board(session, competition, False, ladder_rating_env(session, env))
+    by_agent = {r["agent_id"]: r["division"] for r in rows}
+    names = ["bronze", "silver", "gold"]
+    assert by_agent[ids["heuristic"]] == names[history[-1][ids["heuristic"]]]
+    bosses = [d["boss"] for d in competition.divisions[:2]]
+    assert [by_agent[b] for b in bosses] == ["bronze", "silver"]  # each boss sits in the division it guards

@@ -73,8 +73,10 @@ def _public(session: Session, competition_id: int, user: Principal | None) -> Co
 def create_competition(body: CompetitionCreate, user: WriterDep, services: ServicesDep) -> CompetitionPublic:
     """Create a competition (admins, and users an admin made organizers); it starts as a ``draft``."""
     values = body.model_dump()
+    divisions = None if body.divisions is None else tuple((d.name, d.boss) for d in body.divisions)
     settings = CompetitionSettings(env_id=values.pop("env"), **{
-        **values, "allowed_paths": tuple(body.allowed_paths), "reference_agents": tuple(body.reference_agents)})
+        **values, "allowed_paths": tuple(body.allowed_paths), "reference_agents": tuple(body.reference_agents),
+        "divisions": divisions})
     competition_id = service.create_competition(services, _caller(user), settings)
     with services.sessions() as session:
         return _public(session, competition_id, user)

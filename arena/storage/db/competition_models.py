@@ -84,6 +84,9 @@ class Competition(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     # The frozen standings and certificate (league.competitions.certification.Certificate.to_json).
     final_result: Mapped[dict[str, Any] | None] = mapped_column(JSON())
+    # Divisions with bosses, bottom to top: [{"name": ..., "boss": agent id or null (the top)}];
+    # NULL: one board without divisions (migration 0014_divisions).
+    divisions: Mapped[list[Any] | None] = mapped_column(JSON())
 
 
 class CompetitionOrganizer(Base):
@@ -158,6 +161,8 @@ class Entry(Base):
     submitted_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     active: Mapped[bool] = mapped_column(default=True, server_default=true())
     frozen: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # Its division (0: the bottom); only ever moves up (league.competitions.divisions.place).
+    division: Mapped[int] = mapped_column(default=0, server_default="0")
 
 
 class ReferenceAgent(Base):

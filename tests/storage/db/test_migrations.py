@@ -32,7 +32,7 @@ def test_upgrade_from_empty_to_head_creates_every_table(db_url):
 
     upgrade(db_url)
 
-    assert current_revision(db_url) == head_revision() == "0013_tournaments"
+    assert current_revision(db_url) == head_revision() == "0014_divisions"
     assert _tables(db_url) == TABLES | {"alembic_version"}
 
 

@@ -60,6 +60,7 @@ class CompetitionInfo:
     final_started_at: datetime | None
     finished_at: datetime | None
     final_result: dict[str, Any] | None
+    divisions: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class EntryInfo:
     submitted_at: datetime
     active: bool
     frozen: bool
+    division: int = 0
 
 
 def _columns(model: type, info: type) -> list[Any]:
@@ -277,6 +279,13 @@ def entries(session: Session, competition_id: int, *, team_id: int | None = None
         where.append(Entry.frozen.is_(frozen))
     stmt = select(*_ENTRY).where(*where).order_by(Entry.id)
     return [EntryInfo(*row) for row in session.execute(stmt)]
+
+
+def set_divisions(session: Session, competition_id: int, divisions: Mapping[int, int]) -> None:
+    """Move entries (agent id -> division index) to their new divisions."""
+    for agent_id, division in divisions.items():
+        session.execute(update(Entry).where(Entry.competition_id == competition_id, Entry.agent_id == agent_id)
+                        .values(division=division))
 
 
 def freeze_entries(session: Session, competition_id: int, agent_ids: Collection[int]) -> None:
