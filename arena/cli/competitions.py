@@ -170,12 +170,12 @@ def board(competition_id: int, final: bool = typer.Option(False, "--final", help
     with remote(server, token) as client:
         rows = client.competition_board(competition_id, final=final)["data"]
     table = Table(title=f"competition {competition_id} {'final' if final else 'season'} board")
-    for column in ("rank", "range", "agent", "team", "mu", "sigma", "games", "W/D/L"):
+    for column in ("rank", "range", "agent", "team", "division", "mu", "sigma", "games", "W/D/L"):
         table.add_column(column)
     for r in rows:
         table.add_row(str(r["rank"]), f"{r['rank_lo']}-{r['rank_hi']}", f"{r['name']} ({r['agent_id']})",
-                      r["team"] or "reference", _fmt(r["mu"]), _fmt(r["sigma"]), str(r["games"]),
-                      f"{r['wins']}/{r['draws']}/{r['losses']}")
+                      r["team"] or "reference", r.get("division") or "", _fmt(r["mu"]), _fmt(r["sigma"]),
+                      str(r["games"]), f"{r['wins']}/{r['draws']}/{r['losses']}")
     console.print(table)
 
 
