@@ -5,7 +5,8 @@ Commands live in one module per concept and register themselves on :data:`app`:
 (serve, ladder, leaderboard, ratings, db), :mod:`~arena.cli.remote` (user, agent,
 submit, challenge, matches against a server), :mod:`~arena.cli.leagues` (league) and
 :mod:`~arena.cli.connect` (connect: play your own code as a connected agent),
-:mod:`~arena.cli.competitions` (competition: seasons, teams, entries, standings, verify) and
+:mod:`~arena.cli.competitions` (competition: seasons, teams, entries, standings, verify),
+:mod:`~arena.cli.tournaments` (tournament: create, list, show) and
 :mod:`~arena.cli.doctor` (doctor: what this machine gives the ONNX sandbox).
 """
 
@@ -16,10 +17,10 @@ import sys
 
 import typer
 
-from arena.cli import competitions, connect, doctor, leagues, matches, operate, remote
+from arena.cli import competitions, connect, doctor, leagues, matches, operate, remote, tournaments
 
 app = typer.Typer(help="Arena: multi-agent self-play matches, ladders and leagues.", no_args_is_help=True)
-for module in (matches, operate, remote, competitions, leagues, connect, doctor):
+for module in (matches, operate, remote, competitions, tournaments, leagues, connect, doctor):
     module.register(app)
 
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from arena.client.agents import AgentEndpoints
 from arena.client.competitions import CompetitionEndpoints
 from arena.client.matches import MatchEndpoints
+from arena.client.tournaments import TournamentEndpoints
 from arena.client.transport import JSON
 from envs.errors import ArenaError
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:  # the protocol client (websockets, msgpack) is imported only 
 __all__ = ["ArenaClient", "submit_until_rated"]
 
 
-class ArenaClient(AgentEndpoints, MatchEndpoints, CompetitionEndpoints):
+class ArenaClient(AgentEndpoints, MatchEndpoints, CompetitionEndpoints, TournamentEndpoints):
     """Synchronous client of one Arena server.
 
     Args:

@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse
 
 from arena.api import browser
 from arena.api.schemas import MAX_ID
+from arena.client.tournaments import points
 from arena.competitions import service
 from arena.competitions import tournaments as tours
 from arena.core.errors import UnknownTournament
@@ -25,14 +26,6 @@ TIEBREAKS = {"swiss": "Buchholz", "round_robin": "Sonneborn-Berger", "double_rou
              "single_elimination": "Round reached"}
 KINDS = {"swiss": "Swiss", "round_robin": "Round robin", "double_round_robin": "Double round robin",
          "single_elimination": "Single elimination"}
-
-
-def points(value: float | None) -> str:
-    """1, ½, 2½ (a chess crosstable's way)."""
-    if value is None:
-        return ""
-    whole, half = int(value), value - int(value) >= 0.5
-    return ("½" if half else "0") if whole == 0 else f"{whole}{'½' if half else ''}"
 
 
 def page_data(data: dict[str, Any]) -> dict[str, Any]:

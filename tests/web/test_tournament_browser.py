@@ -7,12 +7,12 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from arena.client.tournaments import points
 from arena.competitions import service
 from arena.competitions import tournaments as tours
 from arena.competitions.tournament_games import TournamentGames, advance
 from arena.ladder.registration import register_builtin_agents
 from arena.storage.wiring import Services
-from arena.web.tournaments import points
 from tests.web.competition_seed import ENV, SeededCompetitions
 from tests.web.test_browser import sync_api  # noqa: F401 - skips without chromium/playwright
 from tests.web.test_competition_browser import live  # noqa: F401 - the live server with seeded competitions
