@@ -21,6 +21,7 @@ from arena.core.errors import Forbidden, InvalidParameter
 from arena.core.settings import Settings
 from arena.ladder.background import BackgroundService, ServiceConfig
 from arena.ladder.registration import register_builtin_agents
+from arena.ladder.work_queue import MAX_ATTEMPTS
 from arena.runners import InProcessRunner
 from arena.storage.db import repositories as repo
 from arena.storage.db.repositories import tournaments as tour_repo
@@ -165,3 +166,23 @@ def test_only_organizers_create_tournaments_and_the_field_is_checked(services):
             tours.create_tournament(services, ADMIN, tours.TournamentSpec(**{**spec.__dict__, **bad}))
     with services.sessions() as session:
         assert tour_repo.tournaments(session) == []
+
+
+def test_a_game_that_kept_killing_its_services_fails_the_tournament_with_the_reason(services):
+    entrants = _field(services)[:4]
+    tid = tours.create_tournament(services, ADMIN, tours.TournamentSpec(
+        title="Doomed", kind="round_robin", games=1, entrants=tuple(entrants), env_id=ENV))
+    assert advance(services, tid) == 2 and advance(services, tid) == 0  # queued once, however often advanced
+    queue = tournament_queue(services.redis, services.pool.keys)
+    doomed = services.redis.lindex(queue.queue, 0).decode()
+    # What MAX_ATTEMPTS services that died playing it leave (a thread cannot be SIGKILLed): its attempts.
+    services.redis.hset(queue.record(doomed), "attempts", MAX_ATTEMPTS)
+    worker = TournamentGames(services, poll_s=0.05, sweep_s=0.2).start()
+    try:
+        info = _wait_ended(services, tid)
+    finally:
+        worker.stop()
+    assert info.state == "failed" and "round 1, table" in info.error and "3 times" in info.error
+    assert queue.fields(doomed)["status"] == "failed"
+    assert doomed not in {g.id for g in _games(services, tid)}  # never played
+    assert advance(services, tid) == 0  # a failed tournament queues nothing more
