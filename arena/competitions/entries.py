@@ -98,7 +98,7 @@ def entry_tag(competition_id: int, caller: Caller, path: str,
 
         def attach(agent_id: int) -> None:
             comp_repo.add_entry(session, competition_id, team.id, agent_id, caller.user_id, now)
-            comp_repo.keep_latest_active(session, team.id, competition.active_entries)
+            comp_repo.keep_latest_active(session, competition_id, team.id, competition.active_entries)
 
         return attach
 

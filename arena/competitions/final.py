@@ -67,6 +67,7 @@ def start_final(sessions: Sessions, competition_id: int, now: datetime) -> bool:
         competition = comp_repo.get_competition(session, competition_id, lock=True)
         if competition is None or competition.state != CompetitionState.OPEN or now < competition.deadline:
             return False
+        comp_repo.set_active(session, comp_repo.active_changes(session, competition_id, competition.active_entries))
         active = comp_repo.entries(session, competition_id, active=True)
         agents = repo.get_agents(session, [e.agent_id for e in active])
         pool = [e.agent_id for e in active if e.agent_id in agents and agents[e.agent_id].status in ACTIVE]

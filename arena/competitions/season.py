@@ -73,6 +73,7 @@ class CompetitionBoards:
                 final.start_final(self.services.sessions, competition.id, self.now())
                 continue
             if competition.state == CompetitionState.OPEN:
+                refresh_active(self.services, competition)
                 played += self.season_round(competition)
             else:
                 played += self.finals.round(competition)
@@ -113,6 +114,21 @@ class CompetitionBoards:
         if recorded and competition.divisions:
             promote(self.services, competition)
         return recorded
+
+
+def refresh_active(services: Services, competition: comp_repo.CompetitionInfo) -> dict[int, bool]:
+    """A team's latest ``active_entries`` that count: a rejected (or retired) agent gives its place back
+    to the team's next latest entry. Read first, written only when a flag changed."""
+    with services.sessions() as session:
+        if not comp_repo.active_changes(session, competition.id, competition.active_entries):
+            return {}
+
+    def write(session) -> dict[int, bool]:
+        changes = comp_repo.active_changes(session, competition.id, competition.active_entries)
+        comp_repo.set_active(session, changes)
+        return changes
+
+    return services.sessions.write_transaction(write, what=f"refreshing competition {competition.id}'s entries")
 
 
 def promote(services: Services, competition: comp_repo.CompetitionInfo) -> dict[int, int]:

@@ -98,7 +98,7 @@ def merge_team(services: Services, caller: Caller, competition_id: int, other_co
             raise Conflict(f"together the teams made {made} submissions; a merged team may have made at most "
                            f"{allowed} (the daily limit {competition.daily_submissions} times the days so far)")
         comp_repo.merge_teams(session, mine.id, other.id)
-        comp_repo.keep_latest_active(session, mine.id, competition.active_entries)
+        comp_repo.keep_latest_active(session, competition_id, mine.id, competition.active_entries)
         return mine.id
 
     return services.sessions.write_transaction(merge, what=f"merging teams of competition {competition_id}")

@@ -46,8 +46,9 @@ def services(migrated_db_url, redis_url, tmp_path: Path):
 def _competition(services, env: str, **overrides) -> int:
     now = utcnow()
     settings = CompetitionSettings(env_id=env, title="t", opens_at=now - timedelta(minutes=1),
-                                   deadline=now + timedelta(hours=1), daily_submissions=5, active_entries=2,
-                                   **{"reference_agents": ("random",), **overrides})
+                                   deadline=now + timedelta(hours=1),
+                                   **{"daily_submissions": 5, "active_entries": 2, "reference_agents": ("random",),
+                                      **overrides})
     cid = service.create_competition(services, ADMIN, settings)
     service.open_competition(services, ADMIN, cid)
     return cid
@@ -234,3 +235,24 @@ def test_entries_move_up_the_divisions_past_their_bosses_and_never_down(services
     assert by_agent[ids["heuristic"]] == names[history[-1][ids["heuristic"]]]
     bosses = [d["boss"] for d in competition.divisions[:2]]
     assert [by_agent[b] for b in bosses] == ["bronze", "silver"]  # each boss sits in the division it guards
+
+
+def test_a_withdrawn_latest_entry_gives_its_active_place_back(services):
+    env = "connect_four-v3"
+    cid = _competition(services, env, active_entries=1)
+    with services.sessions.begin() as session:
+        team = comp_repo.create_team(session, cid, "one", "code-one")
+        ids = register_builtin_agents(session, env, ["heuristic", "heuristic:epsilon=0.5"])
+        for name in ("heuristic", "heuristic:epsilon=0.5"):  # the second is the latest
+            comp_repo.add_entry(session, cid, team, ids[name], None, utcnow())
+            comp_repo.keep_latest_active(session, cid, team, 1)
+
+    def active() -> set[int]:
+        with services.sessions() as session:
+            return {e.agent_id for e in comp_repo.entries(session, cid, active=True)}
+
+    assert active() == {ids["heuristic:epsilon=0.5"]}
+    with services.sessions.begin() as session:
+        repo.set_agent_status(session, ids["heuristic:epsilon=0.5"], "retired", "withdrawn by its team")
+    CompetitionBoards(services, InProcessRunner(), LadderPacer(seed=5), batch_size=8).round()
+    assert active() == {ids["heuristic"]}

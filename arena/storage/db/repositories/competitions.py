@@ -27,6 +27,7 @@ from arena.storage.db.competition_models import (
     Team,
     TeamMember,
 )
+from arena.storage.db.models import Agent
 from arena.storage.db.repositories.dialect import chunks, dialect_insert
 from arena.storage.db.repositories.ratings import CONSERVATIVE_SIGMAS, StoredRating
 
@@ -256,15 +257,40 @@ def count_entries(session: Session, team_id: int, since: datetime | None = None)
     return session.execute(stmt).scalar_one()
 
 
-def keep_latest_active(session: Session, team_id: int, keep: int) -> None:
-    """Only the team's ``keep`` latest entries stay active (ties: the later id)."""
-    stmt = (select(Entry.id).where(Entry.team_id == team_id)
-            .order_by(Entry.submitted_at.desc(), Entry.id.desc()))
-    ids = list(session.execute(stmt).scalars())
-    if ids[keep:]:
-        session.execute(update(Entry).where(Entry.id.in_(ids[keep:])).values(active=False))
-    if ids[:keep]:
-        session.execute(update(Entry).where(Entry.id.in_(ids[:keep])).values(active=True))
+UNCOUNTED = ("rejected", "retired")
+"""Agent statuses whose entries never count as active (a failed or withdrawn submission)."""
+
+
+def active_changes(session: Session, competition_id: int, keep: int,
+                   team_id: int | None = None) -> dict[int, bool]:
+    """Entries whose ``active`` flag is stale (entry id -> what it should be): per team, the ``keep``
+    latest whose agent is not rejected or retired are active (ties: the later id), the rest not."""
+    stmt = (select(Entry.id, Entry.team_id, Entry.active, Agent.status).join(Agent, Agent.id == Entry.agent_id)
+            .where(Entry.competition_id == competition_id)
+            .order_by(Entry.team_id, Entry.submitted_at.desc(), Entry.id.desc()))
+    if team_id is not None:
+        stmt = stmt.where(Entry.team_id == team_id)
+    counted: dict[int, int] = {}
+    changes: dict[int, bool] = {}
+    for entry_id, team, active, status in session.execute(stmt):
+        wanted = status not in UNCOUNTED and counted.get(team, 0) < keep
+        counted[team] = counted.get(team, 0) + wanted
+        if wanted != active:
+            changes[entry_id] = wanted
+    return changes
+
+
+def set_active(session: Session, changes: Mapping[int, bool]) -> None:
+    """Write :func:`active_changes`' result."""
+    for flag in (True, False):
+        ids = [e for e, wanted in changes.items() if wanted is flag]
+        for part in chunks(ids):
+            session.execute(update(Entry).where(Entry.id.in_(part)).values(active=flag))
+
+
+def keep_latest_active(session: Session, competition_id: int, team_id: int, keep: int) -> None:
+    """Bring the team's ``active`` flags up to date (:func:`active_changes`)."""
+    set_active(session, active_changes(session, competition_id, keep, team_id))
 
 
 def entries(session: Session, competition_id: int, *, team_id: int | None = None, active: bool | None = None,
