@@ -32,6 +32,8 @@ class TournamentCreate(BaseModel):
                             "once published, else its board), seeded in that order.")
     env: str | None = Field(default=None, max_length=64,
                             description="The env of a tournament of no competition (else the competition's).")
+    seed_from_board: bool = Field(default=False, description="Seed the entrants by the board (the "
+                                  "competition's, else the env ladder's) instead of in the order given.")
 
     @model_validator(mode="after")
     def _field(self) -> TournamentCreate:

@@ -41,13 +41,16 @@ def create(
     competition: int | None = typer.Option(None, help="The competition it belongs to (you organize it)."),
     top: int | None = typer.Option(None, help="With --competition and no --entrants: its best N entries."),
     env: str | None = typer.Option(None, help="The env of a tournament of no competition."),
+    seed_from_board: bool = typer.Option(False, "--seed-from-board",
+                                         help="Seed --entrants by the board (the competition's, else the env's)."),
     server: str = _server_option(), token: str | None = _token_option(),
 ) -> None:
     """Create a tournament; the server's background service plays it at once (unrated on the ladder)."""
     if kind not in KINDS:
         fail(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}")
     body = {"title": title, "kind": kind, "games": games, "rounds": rounds, "entrants": _entrants(entrants),
-            "competition_id": competition, "top": top, "env": env}
+            "competition_id": competition, "top": top, "env": env,
+            "seed_from_board": seed_from_board or None}
     with remote(server, token) as client:
         t = client.create_tournament({k: v for k, v in body.items() if v is not None})
     console.print(f"tournament {t['id']} ({t['title']}): {t['kind']}, {len(t['entrants'])} entrants, "

@@ -70,6 +70,8 @@ class TournamentSpec:
         competition_id: The competition it belongs to (``None``: a tournament of its own).
         top: With a competition and no ``entrants``: its best ``top`` entries.
         env_id: The env, for a tournament of no competition (else the competition's).
+        seed_from_board: Seed the chosen ``entrants`` by the board (the competition's, else the
+            env ladder's) rather than in the order given.
     """
 
     title: str
@@ -80,6 +82,7 @@ class TournamentSpec:
     competition_id: int | None = None
     top: int | None = None
     env_id: str | None = None
+    seed_from_board: bool = False
 
 
 def board_of(tournament_id: int) -> str:
@@ -153,18 +156,31 @@ def visible(session: Session, tournament_id: int, caller: service.Caller | None)
     return info
 
 
-def _top(session: Session, competition: comp_repo.CompetitionInfo, n: int) -> list[int]:
-    """The competition's best ``n`` entries (no reference agents): its final standings' order once
-    published, else its board's."""
-    entries = {e.agent_id for e in comp_repo.entries(session, competition.id)}
+def _board_order(session: Session, competition: comp_repo.CompetitionInfo) -> list[int]:
+    """Agent ids best first: the competition's published final standings, else its board's order."""
     if competition.final_result:
-        order = [s["entry"] for s in sorted(competition.final_result["standings"], key=lambda s: s["rank"])]
-    else:
-        env = FINAL_RATING_ENV if read_competitions.is_final(competition) else ladder_rating_env(
-            session, competition.env_id)
-        _, rows = read_competitions.board_public(session, competition, read_competitions.is_final(competition), env)
-        order = [r["agent_id"] for r in rows]
-    return [a for a in order if a in entries][:n]
+        return [s["entry"] for s in sorted(competition.final_result["standings"], key=lambda s: s["rank"])]
+    final = read_competitions.is_final(competition)
+    env = FINAL_RATING_ENV if final else ladder_rating_env(session, competition.env_id)
+    return [r["agent_id"] for r in read_competitions.board_public(session, competition, final, env)[1]]
+
+
+def _top(session: Session, competition: comp_repo.CompetitionInfo, n: int) -> list[int]:
+    """The competition's best ``n`` entries (no reference agents), in its board's order."""
+    entries = {e.agent_id for e in comp_repo.entries(session, competition.id)}
+    return [a for a in _board_order(session, competition) if a in entries][:n]
+
+
+def _seeded(session: Session, entrants: list[int], competition: comp_repo.CompetitionInfo | None) -> list[int]:
+    """``entrants`` in the board's order: the competition's, else the env ladder's (``mu - 3 sigma``,
+    best role); the unplaced after the placed, in the order given."""
+    if competition is not None:
+        rank = {a: i for i, a in enumerate(_board_order(session, competition))}
+        return sorted(entrants, key=lambda a: (a not in rank, rank.get(a, 0)))
+    best: dict[int, float] = {}
+    for (agent_id, _), r in repo.load_ratings(session, entrants).items():
+        best[agent_id] = max(best.get(agent_id, float("-inf")), r.conservative)
+    return sorted(entrants, key=lambda a: (a not in best, -best.get(a, 0.0)))
 
 
 def _entrants(session: Session, spec: TournamentSpec, env_id: str,
@@ -175,6 +191,8 @@ def _entrants(session: Session, spec: TournamentSpec, env_id: str,
         entrants = _top(session, competition, spec.top)
     else:
         entrants = list(spec.entrants)
+        if spec.seed_from_board:
+            entrants = _seeded(session, entrants, competition)
     if len(entrants) < 2 or len(set(entrants)) != len(entrants) or len(entrants) > MAX_ENTRANTS:
         raise InvalidParameter(f"a tournament needs 2 to {MAX_ENTRANTS} distinct entrants; got {entrants}")
     agents = repo.get_agents(session, entrants)

@@ -186,3 +186,19 @@ def test_a_game_that_kept_killing_its_services_fails_the_tournament_with_the_rea
     assert queue.fields(doomed)["status"] == "failed"
     assert doomed not in {g.id for g in _games(services, tid)}  # never played
     assert advance(services, tid) == 0  # a failed tournament queues nothing more
+
+
+def test_chosen_entrants_seeded_from_the_env_board(services):
+    entrants = _field(services)[:4]
+    mus = dict(zip(entrants, (20.0, 35.0, 25.0, 30.0), strict=True))  # the last entrant stays unrated
+    services.sessions.write_transaction(lambda s: repo.upsert_ratings(s, [
+        {"agent_id": a, "role": "player", "env_id": ENV, "mu": mu, "sigma": 1.0, "games": 9, "wins": 3, "draws": 3,
+         "losses": 3, "last_match_seq": None} for a, mu in list(mus.items())[:3]]), what="ratings")
+    spec = tours.TournamentSpec(title="Seeded", kind="single_elimination", games=1, entrants=tuple(entrants),
+                                env_id=ENV, seed_from_board=True)
+    tid = tours.create_tournament(services, ADMIN, spec)
+    with services.sessions() as session:
+        info, state, _ = tours.load(session, tid)
+    assert info.entrants == [entrants[1], entrants[2], entrants[0], entrants[3]]
+    assert [(p.pairing.a, p.pairing.b) for p in state.rounds[0]] == [(entrants[1], entrants[3]),
+                                                                     (entrants[2], entrants[0])]

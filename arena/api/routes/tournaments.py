@@ -36,7 +36,8 @@ def create_tournament(body: TournamentCreate, user: WriterDep, services: Service
     service plays it at once, round by round; its games are unrated on the ladder."""
     spec = tours.TournamentSpec(title=body.title, kind=body.kind, games=body.games, rounds=body.rounds,
                                 entrants=None if body.entrants is None else tuple(body.entrants),
-                                competition_id=body.competition_id, top=body.top, env_id=body.env)
+                                competition_id=body.competition_id, top=body.top, env_id=body.env,
+                                seed_from_board=body.seed_from_board)
     tournament_id = tours.create_tournament(services, _caller(user), spec)
     advance(services, tournament_id)
     with services.sessions() as session:
