@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -37,7 +36,7 @@ from arena.engine import MatchJob, MatchRecord
 from arena.ladder.dispatch import agent_source
 from arena.ladder.recorder import participant_rows
 from arena.ladder.work_queue import FAILED, HEARTBEAT_S, QUEUED, STALE_S, SWEEP_S, Claim, QueueWorker, WorkQueue
-from arena.runners import InProcessRunner
+from arena.runners import ThreadRunners
 from arena.runners.batches import MatchBatch
 from arena.snapshots.keys import RedisKeys
 from arena.storage.db import Sessions
@@ -151,7 +150,7 @@ class TournamentGames(QueueWorker):
                          "tournament game", poll_s=poll_s, heartbeat_s=heartbeat_s, sweep_s=sweep_s)
         self.services = services
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="tournament-game")
-        self._local = threading.local()
+        self._runners = ThreadRunners(services.snapshot_cache_factory(), services.connected_policies)
 
     def begin(self, claim: Claim) -> Future:
         return self._pool.submit(self.play, GameRequest.from_json(claim.record["request"]))
@@ -196,16 +195,9 @@ class TournamentGames(QueueWorker):
         lineup = [agents[a] for a in request.agents]
         job = MatchJob(seed=request.seed, agents=tuple(a.key for a in lineup), match_id=request.match_id)
         sources = {a.key: agent_source(a) for a in lineup}
-        [(_, [record])] = self._runner().run([MatchBatch(request.env_id, [job], sources)])
+        [(_, [record])] = self._runners.get().run([MatchBatch(request.env_id, [job], sources)])
         return store_game(self.services.sessions, record, {a.key: a.id for a in lineup},
                           tours.board_of(request.tournament_id))
-
-    def _runner(self) -> InProcessRunner:
-        runner = getattr(self._local, "runner", None)
-        if runner is None:
-            runner = InProcessRunner(self.services.snapshot_cache_factory()(), self.services.connected_policies())
-            self._local.runner = runner
-        return runner
 
     def stop(self, timeout: float = 5.0) -> None:
         super().stop(timeout)

@@ -32,7 +32,7 @@ from dataclasses import replace
 from arena.engine import MatchJob, MatchRecord
 from arena.ladder.dispatch import Ladder, LadderConfig, open_ladder
 from arena.ladder.recorder import record_unrated
-from arena.runners import AgentSource, InProcessRunner
+from arena.runners import AgentSource, ThreadRunners
 from arena.runners.batches import MatchBatch
 from arena.storage.wiring import Services
 from envs.registry import get_spec
@@ -69,15 +69,7 @@ class ConnectedLane:
         self._busy: dict[str, Future] = {}
         self._recorded: set[str] = set()
         self._lock = threading.Lock()
-        self._local = threading.local()
-
-    def _runner(self) -> InProcessRunner:
-        """This thread's runner (an engine is not shared between threads)."""
-        runner = getattr(self._local, "runner", None)
-        if runner is None:
-            runner = InProcessRunner(self.services.snapshot_cache_factory()(), self.services.connected_policies())
-            self._local.runner = runner
-        return runner
+        self._runners = ThreadRunners(services.snapshot_cache_factory(), services.connected_policies)
 
     def busy(self, board: str) -> bool:
         """Whether a lane batch of ``board`` (an env id: its ladder; else a board beside it) is in flight."""
@@ -109,7 +101,7 @@ class ConnectedLane:
             ladder = (open_ladder(self.services.sessions, lane_config) if rating_env is None
                       else Ladder(self.services.sessions, lane_config, rating_env))  # a board's own constants
             ladder.sync_agents(sources)
-            recorded = ladder.run(self._runner(), len(lineups), stop=stop, lineups=lineups or None).recorded
+            recorded = ladder.run(self._runners.get(), len(lineups), stop=stop, lineups=lineups or None).recorded
             with self._lock:
                 self._recorded.add(key)
             return recorded
@@ -124,7 +116,7 @@ class ConnectedLane:
         spec = get_spec(env_id)
 
         def play() -> MatchRecord:
-            [(_, [record])] = self._runner().run([MatchBatch(env_id, [job], sources)])
+            [(_, [record])] = self._runners.get().run([MatchBatch(env_id, [job], sources)])
             record_unrated(self.services.sessions, spec, [record], agent_ids)
             return record
 
@@ -140,7 +132,7 @@ class ConnectedLane:
         def play() -> int:
             for start in range(0, len(jobs), CHALLENGE_CHUNK):
                 batch = MatchBatch(env_id, list(jobs[start:start + CHALLENGE_CHUNK]), sources)
-                [(_, records)] = self._runner().run([batch])
+                [(_, records)] = self._runners.get().run([batch])
                 record(records)
                 if rated:
                     with self._lock:

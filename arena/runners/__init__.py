@@ -1,6 +1,7 @@
 """Match runners: one interface, an in-process implementation and a Ray twin.
 
-``from arena.runners import InProcessRunner, MatchBatch, AgentSource``; the Ray runner
+``from arena.runners import InProcessRunner, MatchBatch, AgentSource`` (``ThreadRunners``: an
+in-process runner per thread); the Ray runner
 is :mod:`arena.runners.on_ray` (imported explicitly, so Ray loads only where used).
 """
 
@@ -12,7 +13,7 @@ from arena.runners.batches import (
     SnapshotPolicies,
     play_batch,
 )
-from arena.runners.in_process import InProcessRunner
+from arena.runners.in_process import InProcessRunner, ThreadRunners
 
 __all__ = ["AgentSource", "InProcessRunner", "MatchBatch", "MatchRunner", "PolicyResolver",
-           "SnapshotPolicies", "play_batch"]
+           "SnapshotPolicies", "ThreadRunners", "play_batch"]
