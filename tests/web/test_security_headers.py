@@ -32,7 +32,7 @@ def page_paths(seeded: SeededArena) -> list[str]:
         agent = repo.get_agent_by_key(session, C4, "heuristic")
     assert agent is not None
     values = {"env_id": C4, "agent_id": str(agent.id), "match_id": seeded.tag_match_id, "league_id": "1",
-              "competition_id": "1"}
+              "competition_id": "1", "tournament_id": "1"}
     paths = []
     for route in web_router().routes:
         if isinstance(route, APIRoute) and "GET" in route.methods:
