@@ -12,6 +12,9 @@ and a final evaluation whose ranks are certified.
 - ``final``: the final evaluation driver (frozen pool, ratings from the prior, batches from
   :mod:`league.competitions.final_schedule` until :mod:`league.competitions.certification`
   certifies, or the budget or the end date stops it), resumable from the match log.
+- ``tournaments``, ``tournament_games``: tournaments among chosen agents or a competition's
+  top N (created by organizers, derived from their recorded games on board ``tournament:<id>``)
+  and their games, each an item of the durable queue played by the background service.
 
 The pure parts (certification, schedules, tournaments, divisions) are :mod:`league.competitions`.
 """
