@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from arena.core.limits import Limits
 from arena.core.errors import TooManyRequests
+from arena.core.limits import Limits
 from arena.evaluation.fingerprints import FingerprintStore
 from arena.read.boards import BoardCache, VersionedCache
 from arena.read.frames import FrameCache
