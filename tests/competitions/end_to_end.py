@@ -1,0 +1,104 @@
+"""Helpers of the end-to-end competition tests: an arena served live (the API in a thread of the
+test, the background service in a process of its own: :mod:`tests.competitions.service_process`),
+the entries' weights, and bounded polling of a real condition."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import torch
+
+from agents.checkpoint import serialize_weights
+from agents.neural import random_init_checkpoint
+from arena.api import create_app
+from arena.client.agents import upload_parts
+from arena.core.settings import Settings
+from arena.storage.db import upgrade
+from arena.storage.wiring import Services, open_services
+from tests.api.helpers import RAISED_LIMITS
+from tests.client.live import REPO_ROOT, LiveServer
+
+ENV = "tictactoe-v3"
+ADMIN_TOKEN = "end-to-end-admin"
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 90.0, every_s: float = 0.1) -> T:
+    """``probe()``'s first truthy value, polled until ``timeout_s``; fails saying what was awaited."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(every_s)
+
+
+def entry(seed: int, strong: bool = False) -> tuple[bytes, dict[str, Any]]:
+    """An entry's ``(weights, spec)``: a tiny random MLP (about a random player), or with ``strong``
+    the same net told by its output bias to take the centre, then the corners, then the edges
+    (it beats a random player at tictactoe most of the time)."""
+    state, spec = random_init_checkpoint(ENV, "mlp", {"hidden": [8]}, seed=seed)
+    if strong:
+        state["head.weight"] = torch.zeros_like(state["head.weight"])
+        state["head.bias"] = torch.tensor([6.0, 0.0, 6.0, 0.0, 12.0, 0.0, 6.0, 0.0, 6.0])
+    return serialize_weights(state), spec.to_json()
+
+
+def post_entry(url: str, token: str, competition_id: int, weights: bytes, spec: dict[str, Any],
+               name: str) -> httpx.Response:
+    """``POST /competitions/{id}/entries`` as sent by the client, answered as it is (refusals too)."""
+    files, form = upload_parts(weights, json.dumps(spec).encode(), name, None)
+    return httpx.post(f"{url}/api/v1/competitions/{competition_id}/entries", files=files, data=form,
+                      headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+
+@dataclass
+class Arena:
+    url: str
+    services: Services
+    settings: Settings
+
+
+@contextmanager
+def live_arena(tmp_path: Path, redis_url: str, database_url: str | None = None) -> Iterator[Arena]:
+    """A fresh arena's API served live by this process (no background service: see :func:`service`)."""
+    database_url = database_url or f"sqlite+pysqlite:///{tmp_path / 'arena.sqlite3'}"
+    upgrade(database_url)
+    settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "data", database_url=database_url,
+                        redis_url=redis_url, envs=ENV, probe_concurrency=0, admin_token=ADMIN_TOKEN,
+                        **RAISED_LIMITS)
+    with open_services(settings) as services:
+        server = LiveServer(create_app(services))
+        try:
+            yield Arena(server.url, services, settings)
+        finally:
+            server.stop()
+
+
+@contextmanager
+def service(arena: Arena, hang_after: int | None = None) -> Iterator[subprocess.Popen]:
+    """The background service in a process of its own, over the arena's database, Redis and data; killed after."""
+    args = [arena.settings.database_url, arena.settings.redis_url, str(arena.settings.data_dir), ENV]
+    if hang_after is not None:
+        args.append(str(hang_after))
+    log = open(arena.settings.data_dir.parent / f"service-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115
+    process = subprocess.Popen([sys.executable, "-m", "tests.competitions.service_process", *args],
+                               cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
+        log.close()
