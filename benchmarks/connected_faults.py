@@ -48,7 +48,9 @@ from sqlalchemy import func, select
 from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import connect
 
+from arena.storage.db import models
 from benchmarks.connected import ENV, free_port, start_api, start_client, stop_api, wait_http, wait_online
+from benchmarks.support.match_log import duplicated_records, rebuild_equals_live
 
 STORMS = ("storm-1", "storm-2", "storm-3", "storm-4")
 OTHER_ENV = "tictactoe-v3"
@@ -179,24 +181,15 @@ def rate(before: tuple[int, float], after: tuple[int, float]) -> float:
 
 
 def integrity(services) -> dict:
-    from arena.ladder.recorder import rebuild_ratings
-    from arena.storage.db import models
     from arena.storage.db import repositories as repo
-    from envs.registry import get_spec
 
     with services.sessions() as session:
-        matches = session.execute(select(models.Match.seq, models.Match.seats, models.Match.rated)).all()
-        parts = dict(session.execute(select(models.MatchParticipant.match_seq, func.count())
-                                     .group_by(models.MatchParticipant.match_seq)).all())
-        events = dict(session.execute(select(models.RatingEvent.match_seq, func.count())
-                                      .group_by(models.RatingEvent.match_seq)).all())
+        matches = session.scalar(select(func.count()).select_from(models.Match))
         queued = repo.queue_depth(session, ENV)
         terminations = Counter(session.execute(select(models.Match.termination)).scalars().all())
-    duplicated = sum(1 for seq, seats, _ in matches if parts.get(seq, 0) != len(seats))
-    duplicated += sum(1 for seq, seats, _ in matches if events.get(seq, 0) > len(seats))
-    report = rebuild_ratings(services.sessions, get_spec(ENV))
-    return {"matches": len(matches), "lost": queued, "duplicated": duplicated,
-            "ratings_match_rebuild": report.equal, "terminations": dict(terminations)}
+    return {"matches": matches, "lost": queued, "duplicated": duplicated_records(services.sessions),
+            "ratings_match_rebuild": rebuild_equals_live(services.sessions, [ENV]),
+            "terminations": dict(terminations)}
 
 
 def main() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -199,8 +201,17 @@ def serve(
     workers: int = typer.Option(1, min=0, help="Ray MatchWorker actors (0: play in the server process)."),
     demo: bool = typer.Option(True, "--demo/--no-demo", help="Seed demo agents into an empty database."),
     max_rate: float = typer.Option(2000.0, help="Upper bound on rated matches/s per env."),
+    api: bool = typer.Option(True, "--api/--no-api", envvar="ARENA_SERVE_API",
+                             help="Serve the API and web UI (--no-api: the background service alone)."),
+    background: bool = typer.Option(True, "--service/--no-service", envvar="ARENA_SERVE_SERVICE",
+                                    help="Run the background service: validation, ladders, people's games, "
+                                         "challenges, probes (--no-service: an API process alone)."),
 ) -> None:
-    """Start the API, the web UI, the scheduler, the probe service and local Ray workers on the configured services."""
+    """Start the API, the web UI, the scheduler, the probe service and local Ray workers on the configured services.
+
+    One deployment may run several API processes (``--no-service``) beside one background
+    service (``--no-api``) on the same database and Redis: the API only queues work, the
+    service plays it."""
     import uvicorn
 
     from arena.api.app import create_app
@@ -214,32 +225,43 @@ def serve(
 
     settings = get_settings()
     configure_logging(settings.log_format, settings.log_level)
+    if not (api or background):
+        fail("--no-api and --no-service leave nothing to run")
     try:
         with open_services(settings) as services:
-            config = ServiceConfig.from_settings(settings, max_rate=max_rate)
-            if demo:
-                n = seed_demo(services, config.envs)
-                if n:
-                    console.print(f"seeded {n} demo agents on {', '.join(config.envs)}")
-            runner = _runner(workers, services) if workers > 0 else InProcessRunner(
-                services.snapshot_cache_factory()())
-            service = BackgroundService(services, runner, config).start()
-            probes = ProbeService(services).start() if settings.probe_concurrency else None
-            url = f"http://{host or settings.host}:{port or settings.port}"
-            console.print(f"Arena is up: [bold]{url}[/] (API docs at {url}/docs); Ctrl-C stops it")
+            service = probes = runner = None
+            if background:
+                config = ServiceConfig.from_settings(settings, max_rate=max_rate)
+                if demo:
+                    n = seed_demo(services, config.envs)
+                    if n:
+                        console.print(f"seeded {n} demo agents on {', '.join(config.envs)}")
+                runner = _runner(workers, services) if workers > 0 else InProcessRunner(
+                    services.snapshot_cache_factory()())
+                service = BackgroundService(services, runner, config).start()
+                probes = ProbeService(services).start() if settings.probe_concurrency else None
             # uvicorn re-raises SIGTERM after its own shutdown, which would kill the process
             # before the embedded Redis and the workers are stopped: exit normally instead.
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
             try:
-                uvicorn.run(create_app(services), host=host or settings.host, port=port or settings.port,
-                            log_level="warning", log_config=None,  # our handler and format
-                            ws_max_size=WS_MAX_BYTES,
-                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)  # connected agents' sockets
+                if api:
+                    url = f"http://{host or settings.host}:{port or settings.port}"
+                    console.print(f"Arena is up: [bold]{url}[/] (API docs at {url}/docs); Ctrl-C stops it")
+                    uvicorn.run(create_app(services), host=host or settings.host, port=port or settings.port,
+                                log_level="warning", log_config=None,  # our handler and format
+                                ws_max_size=WS_MAX_BYTES,
+                                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)  # connected agents' sockets
+                else:
+                    console.print("Arena's background service is up (no API in this process); Ctrl-C stops it")
+                    with contextlib.suppress(KeyboardInterrupt):
+                        threading.Event().wait()
             finally:
                 if probes is not None:
                     probes.stop()
-                service.stop()
-                runner.close()
+                if service is not None:
+                    service.stop()
+                if runner is not None:
+                    runner.close()
     except ArenaError as exc:
         fail(str(exc))
 

@@ -55,6 +55,8 @@ SMOKE: dict[str, tuple[set[str], tuple[pytest.MarkDecorator, ...]]] = {
                    "rating_50_agents_waves_mps"}, (SLOW, *RAY)),
     "learning.py": ({"c4_vs_heuristic", "c4_vs_random", "env_steps_per_s", "naive_env_steps_per_s",
                      "hs_generations", "hs_door_block_rates", "hs_hider_ratings", "hs_env_steps_per_s"}, ()),
+    "process_faults.py": ({"requests", "lost", "duplicated", "slots_stuck", "responses_5xx", "rebuild_equals_live",
+                           "seconds", "kills"}, (SLOW,)),
     "probe.py": ({"env", "budgets_env_steps", "games", "trained_target", "trained_target_strength", "random",
                   "heuristic", "random_init_mlp", "league_trained"}, (SLOW,)),
     "probe_load.py": ({"env", "seconds_per_phase", "rounds", "batch", "cpus", "load_average",
