@@ -53,10 +53,14 @@ log = logging.getLogger(__name__)
 IN_FLIGHT_TTL_S = 3600
 """An in-flight count outlives a crashed process by at most this long."""
 
-# Un-count atomically, and leave no key behind at zero (a refused request leaves nothing).
+# Un-count every key atomically (all of a piece of work's holds, or none), and leave no key
+# behind at zero (a refused request leaves nothing).
 _GIVE_BACK = """
-local left = redis.call('DECRBY', KEYS[1], ARGV[1])
-if left <= 0 then redis.call('DEL', KEYS[1]) end
+local left = 0
+for _, key in ipairs(KEYS) do
+  left = redis.call('DECRBY', key, ARGV[1])
+  if left <= 0 then redis.call('DEL', key) end
+end
 return left
 """
 # KEYS: the window's counter. ARGV: amount, limit, ttl. Counted if it stays within the
@@ -99,10 +103,10 @@ def give_back_holds(client: redis.Redis, keys: Iterable[str]) -> None:
     started); a key at zero is deleted. Logs, never raises, if Redis does not answer: the
     holds then expire after :data:`IN_FLIGHT_TTL_S`."""
     keys = tuple(keys)
+    if not keys:
+        return
     try:
-        script = client.register_script(_GIVE_BACK)
-        for key in keys:
-            script(keys=[key], args=[1])
+        client.register_script(_GIVE_BACK)(keys=list(keys), args=[1])
     except redis.RedisError as exc:
         log.warning("could not give back the holds %s (%s); they expire", keys, exc)
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 from concurrent.futures import Future
 
-from arena.core.limits import give_back_holds
 from arena.engine import MatchJob, MatchRecord
 from arena.ladder.challenges import ChallengeRequest, challenge_queue, check_agents
 from arena.ladder.dispatch import agent_source
@@ -64,8 +63,9 @@ class ChallengeQueue(QueueWorker):
     def begin(self, claim: Claim) -> Future:
         return self.play(ChallengeRequest.from_json(claim.record["request"]))
 
-    def ended(self, claim: Claim, status: str, error: str) -> None:
-        give_back_holds(self.services.redis, ChallengeRequest.from_json(claim.record["request"]).holds)
+    def releases(self, claim: Claim) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The user's in-flight hold is given back with the challenge's finish."""
+        return tuple(ChallengeRequest.from_json(claim.record["request"]).holds), ()
 
     def play(self, request: ChallengeRequest) -> Future:
         """Play the challenge's matches not yet recorded, in the lane; the future holds how many."""

@@ -294,14 +294,14 @@ class HumanMatchQueue(QueueWorker):
         sources = {a.key: agent_source(a) for a in (agent, human)}
         return self.lane.play_human(request.env_id, job, sources, {a.key: a.id for a in (agent, human)})
 
-    def ended(self, claim: Claim, status: str, error: str) -> None:
-        """Give the open game back and end its play token; a guest's agent retires after its one game."""
+    def releases(self, claim: Claim) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The open game's counts are given back and its play token ends with the game's finish."""
         request = PlayRequest.from_json(claim.record["request"])
-        try:
-            self.services.redis.delete(self.keys.play_token(request.token_sha256))
-        except redis.RedisError:
-            log.warning("could not end the play token of match %s; it expires", request.match_id)
-        give_back_holds(self.services.redis, request.holds)
+        return tuple(request.holds), (self.keys.play_token(request.token_sha256),)
+
+    def ended(self, claim: Claim, status: str, error: str) -> None:
+        """A guest's agent retires after its one game."""
+        request = PlayRequest.from_json(claim.record["request"])
         if request.guest:
             try:
                 self.services.sessions.write_transaction(

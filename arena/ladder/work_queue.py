@@ -19,8 +19,10 @@ service dies:
   again, to be claimed by the next worker. A failure a retry may fix (the database or
   Redis away) queues the item again at once, by its owner only.
 * **Exactly once.** Only the owner finishes an item (``done`` or ``failed``, one
-  script); the worker's :meth:`QueueWorker.ended` (give back the user's holds, end a
-  play token) runs only when that script said yes, so once per item. An item claimed
+  script, which also gives back the user's holds and ends a play token: the worker's
+  :meth:`QueueWorker.releases`, so a service killed right after it cannot leave them
+  held); the worker's :meth:`QueueWorker.ended` (what is not in Redis: retiring a guest)
+  runs only when that script said yes, so once per item. An item claimed
   :data:`MAX_ATTEMPTS` times without finishing fails with the reason, so one that takes
   its service down cannot do so forever. The work itself must be idempotent by id
   (matches are recorded by match id and skipped when played again).
@@ -70,7 +72,10 @@ if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'heartbeat', ARGV[2])
 return 1
 """
-# KEYS: record, open set. ARGV: owner, status, error, now, keep seconds, id. Only the owner finishes.
+# KEYS: record, open set, then the holds to give back, then the keys to delete. ARGV: owner,
+# status, error, now, keep seconds, id, number of holds. Only the owner finishes; what the
+# item held is given back in the same script, so a service killed just after it finished an
+# item cannot leave a person's slot or a challenge's hold counted (nor half of them).
 _FINISH = """
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'status') ~= 'playing' then
   return 0
@@ -78,6 +83,14 @@ end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'error', ARGV[3], 'finished', ARGV[4], 'owner', '')
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 redis.call('SREM', KEYS[2], ARGV[6])
+local holds = tonumber(ARGV[7])
+for i = 3, #KEYS do
+  if i < 3 + holds then
+    if redis.call('DECR', KEYS[i]) <= 0 then redis.call('DEL', KEYS[i]) end
+  else
+    redis.call('DEL', KEYS[i])
+  end
+end
 return 1
 """
 # KEYS: record, queue, open set. ARGV: id, stale before, now, owner ('': any).
@@ -178,11 +191,14 @@ class WorkQueue:
         """The owner's heartbeat (``now`` 0: stale at once, for the next worker to take over)."""
         return self._touch(keys=[self.record(item_id)], args=[owner, now]) == 1
 
-    def finish(self, item_id: str, owner: str, status: str, error: str = "",
-               keep_s: float = KEEP_FINISHED_S) -> bool:
-        """Mark the owner's item ``done`` or ``failed``; ``True`` only for the one call that did."""
-        return self._finish(keys=[self.record(item_id), self.open_set],
-                            args=[owner, status, error, time.time(), int(keep_s), item_id]) == 1
+    def finish(self, item_id: str, owner: str, status: str, error: str = "", keep_s: float = KEEP_FINISHED_S,
+               holds: tuple[str, ...] = (), deletes: tuple[str, ...] = ()) -> bool:
+        """Mark the owner's item ``done`` or ``failed``; ``True`` only for the one call that did.
+
+        In the same script, that call gives back one count on each of ``holds`` (in-flight
+        counters, :func:`arena.core.limits.give_back_holds`) and deletes ``deletes``."""
+        return self._finish(keys=[self.record(item_id), self.open_set, *holds, *deletes],
+                            args=[owner, status, error, time.time(), int(keep_s), item_id, len(holds)]) == 1
 
     def requeue(self, item_id: str, owner: str) -> bool:
         """The owner gives its item back to the queue now (a failure that a retry may fix)."""
@@ -238,8 +254,14 @@ class QueueWorker:
         than ``ServiceUnavailable``) fails the item; any other error queues it again."""
         raise NotImplementedError
 
+    def releases(self, claim: Claim) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(holds, deletes)``: the in-flight counters the item holds and the keys it keeps
+        alive, given back and deleted atomically with its finish (:meth:`WorkQueue.finish`)."""
+        return (), ()
+
     def ended(self, claim: Claim, status: str, error: str) -> None:
-        """The item is ``done`` or ``failed`` (called once per item, by its owner)."""
+        """The item is ``done`` or ``failed`` (called once per item, by its owner, after its
+        :meth:`releases` were given back: a service killed in between skips only this)."""
 
     def exhausted_reason(self) -> str:
         return f"its service stopped while playing it {self.queue.max_attempts} times; ask again"
@@ -352,7 +374,8 @@ class QueueWorker:
             self.queue.requeue(claim.id, claim.owner)
             return
         status, error = (DONE, "") if exc is None else (FAILED, str(exc)[:1000])
-        if self.queue.finish(claim.id, claim.owner, status, error):
+        holds, deletes = self.releases(claim) if "request" in claim.record else ((), ())
+        if self.queue.finish(claim.id, claim.owner, status, error, holds=holds, deletes=deletes):
             log.info("%s %s is %s%s", self.name, claim.id, status, f": {error}" if error else "")
             self.ended(claim, status, error)
 

@@ -88,3 +88,24 @@ def test_an_item_claimed_max_attempts_times_without_finishing_is_to_fail(queue):
             assert queue.sweep() == ["doomed"]
     assert queue.finish("doomed", claim.owner, FAILED, "too often")
     assert queue.claim() is None and queue.client.scard(queue.open_set) == 0
+
+
+def test_finishing_gives_back_the_holds_and_ends_the_tokens_in_the_same_script_once(queue):
+    """Regression (benchmarks/process_faults.py): a service SIGKILLed after an item's finish and
+    before its ``ended`` gave back a person's holds one key at a time left the person's
+    one-game-per-env slot counted for an hour. The finish itself now gives them back."""
+    client = queue.client
+    holds, token = ("wq-test:busy:open-games:user:1", "wq-test:busy:open-games:user:1:env"), "wq-test:token"
+    for key in holds:
+        client.set(key, 2)
+    client.set(token, "7")
+    _put(queue, "a")
+    claim = queue.claim()
+    assert not queue.finish("a", "someone-else", DONE, holds=holds, deletes=(token,))
+    assert [client.get(k) for k in holds] == [b"2", b"2"] and client.exists(token)
+    finished = race([lambda: queue.finish("a", claim.owner, DONE, holds=holds, deletes=(token,))] * 4)
+    assert Counter(finished) == {True: 1, False: 3}
+    assert [client.get(k) for k in holds] == [b"1", b"1"] and not client.exists(token)
+    _put(queue, "b")
+    assert queue.finish("b", queue.claim().owner, FAILED, "why", holds=holds)
+    assert [client.exists(k) for k in holds] == [0, 0]  # a counter at zero leaves no key
