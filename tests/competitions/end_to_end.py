@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import httpx
 import torch
+from sqlalchemy import func, select
 
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
@@ -23,6 +24,7 @@ from arena.api import create_app
 from arena.client.agents import upload_parts
 from arena.core.settings import Settings
 from arena.storage.db import upgrade
+from arena.storage.db.models import Agent
 from arena.storage.wiring import Services, open_services
 from tests.api.helpers import RAISED_LIMITS
 from tests.client.live import REPO_ROOT, LiveServer
@@ -68,6 +70,11 @@ class Arena:
     url: str
     services: Services
     settings: Settings
+
+    def stored_agents(self) -> int:
+        """Agents stored, whatever their status (a refused submission must not add one)."""
+        with self.services.sessions() as session:
+            return session.scalar(select(func.count()).select_from(Agent))
 
 
 @contextmanager

@@ -74,6 +74,12 @@ def test_a_service_killed_in_the_final_evaluation_resumes_it_exactly_once(tmp_pa
                 recorded, queued = _final_state(arena, cid)
                 return (recorded, queued) if len(recorded) >= HANG_AFTER and queued else None
             before, lost = wait_for("the final evaluation's hanging batch", hanging, timeout_s=SEASON_S + 60)
+            # Past the deadline, during the final evaluation: a submission is refused, saying why; nothing stored.
+            stored = arena.stored_agents()
+            late = post_entry(url, tokens["cat"], cid, *entry(9), "cat-late")
+            assert late.status_code == 409 and "deadline of competition" in late.json()["detail"], late.text
+            with ArenaClient(url) as reader:
+                assert arena.stored_agents() == stored and len(reader.entries(cid)["data"]) == 3
             doomed.kill()
             doomed.wait(timeout=30)
         with ArenaClient(url) as reader:
