@@ -163,6 +163,7 @@ class BackgroundService:
                                               stop=self._stop.is_set, clock=clock, lane=self.lane,
                                               online=self._online)
         self._thread: threading.Thread | None = None
+        self._resumed = False  # the validations a dead service left are taken up once
         self.rounds = 0
         self._sampled_at = float("-inf")
         self._match_s: dict[str, float] = {}  # measured seconds per match, per env
@@ -171,14 +172,20 @@ class BackgroundService:
 
     # -- submissions --------------------------------------------------------------
     def process_submissions(self) -> int:
-        """Validate every queued agent of the served envs; returns how many were handled."""
+        """Validate every queued agent of the served envs; returns how many were handled.
+
+        The first call also validates the agents left ``validating``: a deployment runs one
+        background service, so those were being validated by a service that died (SIGKILL,
+        a lost host); without this they would wait for ever."""
+        statuses = (AgentStatus.QUEUED,) if self._resumed else (AgentStatus.QUEUED, AgentStatus.VALIDATING)
         handled = 0
         for env_id in self.config.envs:
             with self.services.sessions() as session:
-                queued = repo.list_agents(session, env_id, statuses=(AgentStatus.QUEUED,))
+                queued = repo.list_agents(session, env_id, statuses=statuses)
             for agent in queued:
                 self.validate(agent)
                 handled += 1
+        self._resumed = True
         return handled
 
     def _set_status(self, agent_id: int, status: AgentStatus, reason: str = "") -> bool:

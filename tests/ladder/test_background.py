@@ -90,3 +90,19 @@ def test_service_samples_queue_depths_and_live_workers_into_the_metrics(services
     assert registry.get_sample_value("arena_queue_depth") == 1
     assert registry.get_sample_value("arena_matches_queued", {"env": "tictactoe-v3"}) == 3
     assert registry.get_sample_value("arena_workers_alive") == 2
+
+
+def test_an_agent_left_validating_by_a_dead_service_is_validated_by_the_next(services):
+    """Regression: a service SIGKILLed mid-validation left the agent ``validating`` for ever
+    (only ``queued`` agents were looked at)."""
+    state, spec = random_init_checkpoint("tictactoe-v3", "mlp", {"hidden": [16]}, seed=3)
+    agent_id = _submit(services, "tictactoe-v3", state, spec, "orphan")
+    with services.sessions.begin() as session:  # as the dead service left it
+        assert repo.set_agent_status(session, agent_id, "validating", "playing its validation episodes")
+    service = BackgroundService(services, InProcessRunner(services.snapshot_cache_factory()()),
+                                ServiceConfig(envs=("tictactoe-v3",)))
+    assert service.process_submissions() == 1
+    assert service.process_submissions() == 0  # only the first call looks at ``validating``
+    with services.sessions() as session:
+        assert repo.get_agent(session, agent_id).status == "placement"
+    service.stop()
