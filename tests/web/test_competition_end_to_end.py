@@ -23,6 +23,10 @@ import pytest
 
 from arena.client import ArenaClient
 from arena.client.tournaments import points
+from arena.competitions.rules import board_key, final_board_key
+from arena.ladder.recorder import rebuild_ratings
+from envs.registry import get_spec
+from league.competitions.certification import FINAL_RATING_ENV
 from tests.client.live import run_cli
 from tests.competitions.end_to_end import ADMIN_TOKEN, ENV, entry, live_arena, post_entry, service, wait_for
 from tests.web.test_browser import TIMEOUT_MS, sync_api  # noqa: F401 - skips without chromium/playwright
@@ -145,6 +149,9 @@ def _competition(arena, page, clients: dict[str, ArenaClient], tokens: dict[str,
     assert verified.returncode == 0 and "equal" in verified.stdout and "NOT" not in verified.stdout, \
         verified.stdout + verified.stderr
     assert f"{result['matches']} matches" in verified.stdout
+    for board in (board_key(cid), final_board_key(cid)):  # rebuilt from the match log == live
+        env = FINAL_RATING_ENV if board == final_board_key(cid) else None
+        assert rebuild_ratings(arena.services.sessions, get_spec(ENV), board=board, rating_env=env).equal
 
     # A Swiss tournament of the top three, played by the same service.
     tournament = olga.request("POST", "/tournaments", json={"title": "Minute Swiss", "kind": "swiss", "games": 1,
