@@ -99,11 +99,16 @@ def service(arena: Arena, hang_after: int | None = None) -> Iterator[subprocess.
     args = [arena.settings.database_url, arena.settings.redis_url, str(arena.settings.data_dir), ENV]
     if hang_after is not None:
         args.append(str(hang_after))
-    log = open(arena.settings.data_dir.parent / f"service-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115
+    path = arena.settings.data_dir.parent / f"service-{time.monotonic_ns()}.log"
+    log = open(path, "wb")  # noqa: SIM115
     process = subprocess.Popen([sys.executable, "-m", "tests.competitions.service_process", *args],
                                cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         yield process
+    except BaseException as exc:  # a failure shows what the service said
+        log.flush()
+        exc.add_note("the service's log ends:\n" + path.read_text(errors="replace")[-4000:])
+        raise
     finally:
         if process.poll() is None:
             process.kill()
