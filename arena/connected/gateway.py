@@ -21,6 +21,17 @@ When the socket closes (or the pump is cancelled in the middle of a move), the r
 in the processing list go back to the front of the agent's queue: a client that
 reconnects within the grace gets them again; otherwise the engine forfeits them with
 ``disconnected``.
+
+The release waits for the four tasks to end, so nothing renews or re-claims the presence
+after it. Two things keep that wait short. The gateway's Redis client
+(:func:`redis_client`) has no socket timeout: redis-py 8 defaults to 5 s, which ends
+every blocking read at 5 s (an idle connection's ``BLPOP`` of the same length failed
+with ``TimeoutError`` and dropped the connection) and wraps every command's send in
+``asyncio.wait_for``, which on Python 3.11 can swallow a cancellation (the send finished
+in the same turn): the cancelled task then sat in its ``BLPOP`` for its whole timeout,
+and the presence outlived the socket by as long. And every task stops at its next turn
+once the connection is closing, so a cancellation lost anyway costs at most one blocking
+wait (:data:`BLOCK_S`).
 """
 
 from __future__ import annotations
@@ -56,12 +67,24 @@ log = logging.getLogger(__name__)
 IDLE_S = 60.0
 """A client that sends nothing (not even a ``ping``) for this long is disconnected."""
 HEARTBEAT_S = 2.0
+BLOCK_S = 1.0
+"""How long the pump and the events task block in Redis at a time."""
 MAX_OUTSTANDING = 64
 """Requests sent to one client and not yet answered; the pump waits beyond this."""
 MAX_ERRORS = 20
 """Protocol errors a connection may make before it is closed."""
 MAX_FRAMES_PER_S = 500
 """Frames a client may send in one second before it is closed (a flood)."""
+
+
+def redis_client(url: str) -> aredis.Redis:
+    """The asyncio Redis client of a process's gateway (one pool for all its connections).
+
+    No socket timeout (redis-py 8 defaults to 5 s; see the module's docstring): every
+    blocking command here bounds its own wait, well below any socket timeout.
+    """
+    return aredis.Redis.from_url(url, max_connections=10_000, health_check_interval=30,
+                                 socket_timeout=None, socket_connect_timeout=10.0)
 
 
 @dataclass
@@ -100,6 +123,9 @@ class Connection:
     answered: int = 0
     ignored: int = 0
     """Answers not passed on: a newer connection had taken the agent over."""
+    closing: bool = False
+    """Set when the connection ends: every task stops at its next turn (even one whose
+    cancellation was lost)."""
     lease: Lease = field(init=False)
 
     def __post_init__(self) -> None:
@@ -114,14 +140,12 @@ class Connection:
 
     async def run(self, welcome: dict[str, Any]) -> None:
         """Serve the client until it leaves, breaks the protocol or is taken over; always cleans up."""
+        tasks: list[asyncio.Task] = []
         try:
             await self.lease.claim()
             await self.send(welcome)
             tasks = [asyncio.create_task(t) for t in (self._pump(), self._events(), self._read(), self._heartbeat())]
-            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 # The socket is gone (the client left, or a task here closed it): the first send
                 # after that fails with WebSocketDisconnect, another task's next one with
@@ -130,7 +154,17 @@ class Connection:
                 if task.exception() and not isinstance(task.exception(), gone):
                     log.warning("connection of agent %d ended: %r", self.agent_id, task.exception())
         finally:
-            await asyncio.shield(self._release())
+            # Also when run() itself is cancelled (the server stops): asyncio.wait leaves its
+            # tasks running, and a heartbeat left behind would keep renewing the presence.
+            self.closing = True
+            for task in tasks:
+                task.cancel()
+            await asyncio.shield(self._close(tasks))
+
+    async def _close(self, tasks: list[asyncio.Task]) -> None:
+        """Wait until no task can touch the lease any more, then release it."""
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._release()
 
     async def _release(self) -> None:
         """Give the presence back (if still ours) and the unanswered requests back to the queue."""
@@ -145,8 +179,10 @@ class Connection:
         await self.websocket.close(CLOSE_TAKEN_OVER, "a newer connection took over this agent")
 
     async def _heartbeat(self) -> None:
-        while True:
+        while not self.closing:
             await asyncio.sleep(HEARTBEAT_S)
+            if self.closing:
+                return
             held = await self.lease.refresh()
             if held == TAKEN_OVER:  # its control message was lost: the presence says it too
                 await self._taken_over()
@@ -158,11 +194,13 @@ class Connection:
                 await self.limits.renew(self.slots)
 
     async def _pump(self) -> None:
-        while True:
-            while len(self.sent) >= MAX_OUTSTANDING:
+        while not self.closing:
+            while len(self.sent) >= MAX_OUTSTANDING and not self.closing:
                 await self._forget_expired()
                 await asyncio.sleep(0.01)
-            raw = await self.lease.take(1)
+            raw = await self.lease.take(BLOCK_S)
+            if self.closing:
+                return  # a request just taken stays in the processing list: the release gives it back
             if raw is None:
                 await self._forget_expired()
                 continue
@@ -179,9 +217,9 @@ class Connection:
     async def _events(self) -> None:
         """Results of finished matches, and the word that a newer connection took over."""
         control, events = self.lease.control, self.keys.connected_events(self.agent_id)
-        while True:
-            got = await self.client.blpop([control, events], timeout=5)
-            if got is None:
+        while not self.closing:
+            got = await self.client.blpop([control, events], timeout=BLOCK_S)
+            if got is None or self.closing:
                 continue
             key, raw = got
             if key.decode() == control:

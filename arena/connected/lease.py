@@ -20,8 +20,11 @@ no two processes interleave inside one:
 * **refresh** (:meth:`Lease.refresh`): the heartbeat renews the presence only while it is
   this connection's (compare, then expire).
 * **release** (:meth:`Lease.release`): the processing list goes back to the front of the
-  queue and the presence is deleted only if it is still this connection's
-  (compare-and-delete: a newer connection's presence is never removed).
+  queue and the presence is deleted only if it still names this connection
+  (compare-and-delete: a newer connection's presence is never removed). It compares the
+  connection's id, not its token: a claim of this connection's own (the heartbeat's, after
+  the presence expired) whose reply was lost to a cancellation raised the token without
+  the connection learning it, and the presence must still go with the socket.
 
 A request given back is sent again to whichever connection takes it next; one whose
 engine stopped waiting is dropped by the pump that takes it.
@@ -82,14 +85,14 @@ end
 return 1
 """
 
-# KEYS: online, processing, requests, seen. ARGV: fence, now, requests ttl.
+# KEYS: online, processing, requests, seen. ARGV: conn, now, requests ttl.
 _RELEASE = """
 local moved = 0
 while redis.call('LMOVE', KEYS[2], KEYS[3], 'RIGHT', 'LEFT') do moved = moved + 1 end
 if moved > 0 then redis.call('EXPIRE', KEYS[3], ARGV[3]) end
 redis.call('SET', KEYS[4], ARGV[2])
 local raw = redis.call('GET', KEYS[1])
-if raw and cjson.decode(raw).fence == tonumber(ARGV[1]) then redis.call('DEL', KEYS[1]) end
+if raw and cjson.decode(raw).conn == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return moved
 """
 
@@ -172,8 +175,8 @@ class Lease:
             await pipe.execute()
 
     async def release(self) -> int:
-        """Give the unanswered requests back and the presence up if it is still this connection's;
+        """Give the unanswered requests back and the presence up if it still names this connection;
         returns how many requests went back."""
         return int(await self._release(keys=[self.online, self.processing, self.requests,
                                              self.keys.connected_seen(self.agent_id)],
-                                       args=[self.fence, str(time.time()), REQUESTS_TTL_S]))
+                                       args=[self.conn_id, str(time.time()), REQUESTS_TTL_S]))

@@ -6,6 +6,7 @@ compare-and-delete, and the connection limits hold across two API processes shar
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from arena.connected.broker import ConnectedBroker
+from arena.connected.gateway import BLOCK_S, Connection, redis_client
 from arena.connected.lease import ANSWERED, TAKEN_OVER, Lease
 from arena.connected.slots import ConnectionSlots
 from arena.core.settings import Settings
@@ -157,6 +159,142 @@ def test_over_the_socket_the_newest_connection_wins_and_the_old_ones_answer_is_i
         old.close()
         if new is not None:
             new.close()
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the database plays no part here
+def test_an_idle_connection_is_not_dropped_by_redis_pys_5s_socket_timeout(live, caplog):
+    """redis-py 8 gives a client a 5 s socket timeout unless told otherwise: the events task's
+    5 s BLPOP then failed with TimeoutError on every connection that had no result for 5 s, and
+    the gateway dropped it (no close frame) with a warning. A pinging client stays connected."""
+    token = live.user("idle")
+    agent = live.connected_agent(token, "idle")
+    broker = live.services.connected_policies().broker
+    with caplog.at_level(logging.WARNING):
+        ws = open_raw(live, token, agent["id"])
+        try:
+            fence = broker.presence(agent["id"]).fence
+            for _ in range(7):
+                time.sleep(1.0)
+                ws.send(msgpack.packb({"type": "ping"}))
+                assert msgpack.unpackb(ws.recv(timeout=5))["type"] == "pong"
+            assert broker.presence(agent["id"]).fence == fence  # the same connection all along
+        finally:
+            ws.close()
+    assert not [r.getMessage() for r in caplog.records if r.name.startswith("arena.connected")]
+
+
+def test_a_cancelled_redis_call_of_the_gateway_ends_at_once(redis_url):
+    """With a socket timeout, redis-py sends each command through asyncio.wait_for, which on
+    Python 3.11 swallows a cancellation that lands as the send finishes: the cancelled BLPOP
+    then blocked for its whole timeout. The gateway's client honours every cancellation; the
+    cancel is tried at each step of the call in turn."""
+
+    async def scenario() -> None:
+        client = redis_client(redis_url)
+        await client.ping()
+        for steps in range(40):
+            call = asyncio.create_task(client.blpop([f"nothing:{uuid.uuid4().hex}"], timeout=3))
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            started = time.monotonic()
+            call.cancel()
+            done, _ = await asyncio.wait({call}, timeout=2.0)
+            assert done and call.cancelled(), f"a cancel {steps} steps in was lost: the call ran on"
+            assert time.monotonic() - started < 1.0
+        await client.aclose()
+
+    asyncio.run(scenario())
+
+
+class _FakeSocket:
+    """Enough of starlette's WebSocket for a Connection: frames sent are kept; the client
+    leaves when told."""
+
+    def __init__(self) -> None:
+        self.incoming: asyncio.Queue = asyncio.Queue()
+        self.sent: list = []
+
+    async def receive(self) -> dict:
+        return await self.incoming.get()
+
+    async def send_bytes(self, data: bytes) -> None:
+        self.sent.append(data)
+
+    async def send_text(self, data: str) -> None:
+        self.sent.append(data)
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        self.incoming.put_nowait({"type": "websocket.disconnect", "code": code})
+
+
+class _LosesCancels:
+    """A Redis client whose BLPOP loses one cancellation, as Python 3.11's wait_for does."""
+
+    def __init__(self, client: aredis.Redis) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str):
+        return getattr(self._client, name)
+
+    async def blpop(self, keys, timeout):
+        call = asyncio.ensure_future(self._client.blpop(keys, timeout=timeout))
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            return await call
+
+
+def test_the_presence_goes_with_the_socket_even_when_a_cancellation_is_lost(redis_url, engine_side):
+    """The client leaves while the events task's cancellation is lost in Redis (above): the
+    connection used to wait for that task, which looped on for good, so its presence outlived
+    the socket (the fuzz test's 'presence still there 5 s after the close'). Now every task
+    stops at its next turn once the connection closes, and the release follows within one
+    blocking wait."""
+    sync, keys, broker = engine_side
+
+    async def scenario() -> None:
+        client = redis_client(redis_url)
+        socket = _FakeSocket()
+        connection = Connection(socket, _LosesCancels(client), keys, AGENT, "msgpack")  # type: ignore[arg-type]
+        run = asyncio.create_task(connection.run({"type": "welcome"}))
+        while broker.presence(AGENT) is None or not any(c["cmd"] == "blpop" for c in sync.client_list()):
+            await asyncio.sleep(0.01)
+        left = time.monotonic()
+        await socket.close()
+        done, _ = await asyncio.wait({run}, timeout=10)
+        assert done, "the connection never ended"
+        assert time.monotonic() - left < BLOCK_S + 1.5
+        assert broker.presence(AGENT) is None
+        await client.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_a_claim_whose_reply_was_lost_still_releases_the_presence(redis_url, engine_side):
+    """The heartbeat claims again when the presence expired; cancelled after Redis ran that claim
+    but before its reply was read, the connection keeps its old token. Its release compares the
+    connection's id, so the presence still goes with it; a newer connection's stays."""
+    sync, keys, broker = engine_side
+
+    async def scenario() -> None:
+        client = aredis.Redis.from_url(redis_url)
+        lease = Lease(client, keys, AGENT, uuid.uuid4().hex, text=False)
+        first = await lease.claim()
+        sync.delete(keys.connected_online(AGENT))  # expired (a long stall, Redis restarted)
+        assert await lease.refresh() == 0
+        assert await lease.claim() == first + 1
+        lease.fence = first  # that claim's reply never reached it
+        await lease.release()
+        assert broker.presence(AGENT) is None
+
+        newer = Lease(client, keys, AGENT, uuid.uuid4().hex, text=False)
+        await lease.claim()
+        await newer.claim()
+        await lease.release()
+        assert broker.presence(AGENT).conn == newer.conn_id
+        await client.aclose()
+
+    asyncio.run(scenario())
 
 
 LIMITED = {**RAISED_LIMITS, "connected_per_user": 2, "connected_sockets_per_address": 3}

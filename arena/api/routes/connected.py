@@ -22,7 +22,7 @@ from starlette.websockets import WebSocketDisconnect
 from arena.api.deps import Principal, StateDep, WriterDep, client_address, principal_for_token
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, AgentPublic, ConnectedAgentCreate
-from arena.connected.gateway import Connection
+from arena.connected.gateway import Connection, redis_client
 from arena.connected.protocol import (
     CLOSE_FORBIDDEN,
     CLOSE_NOT_FOUND,
@@ -66,7 +66,7 @@ def _redis(websocket: WebSocket, services: Services) -> aredis.Redis:
     state = websocket.app.state
     client = getattr(state, "connected_redis", None)
     if client is None or getattr(state, "connected_redis_url", None) != services.redis_url:
-        client = aredis.Redis.from_url(services.redis_url, max_connections=10_000, health_check_interval=30)
+        client = redis_client(services.redis_url)
         state.connected_redis, state.connected_redis_url = client, services.redis_url
     return client
 
