@@ -51,6 +51,7 @@ import itertools
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -410,6 +411,10 @@ def run(args) -> dict:
                         c.kill()
                 fleet.stop_all()
                 http.close()
+    if result["lost"] or result["duplicated"] or result["slots_stuck"] or not result["rebuild_equals_live"]:
+        result["kept"] = str(tmp)  # the database, Redis's AOF and each process's log, to find the cause
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
     return result
 
 
