@@ -236,7 +236,10 @@ def long_operator() -> bytes:
     128 MiB of tensors, inside the memory cap; onnxruntime checks ``terminate`` only
     between operators, so only killing the worker process stops it at its deadline.
     """
-    nodes = [helper.make_node("ConstantOfShape", ["square"], ["m"]),
+    nodes = [helper.make_node("ConstantOfShape", ["square"], ["zeros"]),
+             # the matrix depends on the input, so no constant folding at load can run it early
+             helper.make_node("ReduceSum", ["honest"], ["seen"], keepdims=0),
+             helper.make_node("Add", ["zeros", "seen"], ["m"]),
              helper.make_node("MatMul", ["m", "m"], ["mm"]),
              helper.make_node("ReduceSum", ["mm"], ["total"], keepdims=0)]
     inits = [helper.make_tensor("square", TensorProto.INT64, [2], [LONG_SIDE, LONG_SIDE])]
