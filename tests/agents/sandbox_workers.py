@@ -1,5 +1,5 @@
 """What a test sees of an ONNX worker process from outside: which request it is inside, and
-whether it has died.
+whether it has died (for its parent: every thread of it gone, see :func:`dead`).
 
 A worker moves its soft ``RLIMIT_CPU`` before every request to the CPU time it has used
 plus what that request may use (``limit_s * threads + 1`` seconds:
@@ -50,12 +50,21 @@ def burning_in_request(pid: int, limit_s: float, threads: int = 1, burned_s: flo
 
 
 def dead(pid: int) -> bool:
-    """Whether process ``pid`` has ended (a zombie not yet reaped counts)."""
+    """Whether process ``pid`` has ended: gone, or a zombie its parent can reap.
+
+    A zombie main thread is not enough. SIGKILLed, a worker's main thread turns ``Z`` at
+    once while its other threads (onnxruntime's) are still exiting, and until the last of
+    them has gone the kernel does not let the parent reap it: ``waitpid(WNOHANG)``, so
+    ``Popen.poll()``, still says it runs, and the sandbox would lease it as an idle worker
+    (the next request then fails with ``SandboxCrashed: ... killed by SIGKILL``). So the
+    process counts as dead only once ``/proc/<pid>/task`` lists nothing but its main thread.
+    """
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
+        threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X") and threads == [str(pid)]
 
 
 def wait_until_dead(pids: list[int], timeout_s: float = 30.0) -> None:

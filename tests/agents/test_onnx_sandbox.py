@@ -202,7 +202,7 @@ def test_the_same_seeds_play_the_same_moves_in_any_worker(sandbox: OnnxSandbox) 
     pids = sandbox.pids()
     for pid in pids:  # every worker replaced: the model is reloaded elsewhere
         os.kill(pid, signal.SIGKILL)
-    wait_until_dead(pids)
+    wait_until_dead(pids)  # until reapable: a zombie whose threads still exit looks idle to the sandbox
     again = policy.act(obs, mask, MatchRng(seeds, np.zeros(512), np.zeros(512)))
     np.testing.assert_array_equal(first, again)
 
