@@ -250,13 +250,34 @@ def test_concurrent_joins_never_exceed_the_team_size(client, services):
         assert len(comp_repo.team_members(session, [team["id"]])[team["id"]]) == members
 
 
+def _seed_entries(client: TestClient, services: Services, cid: int, teams_n: int) -> None:
+    """``teams_n`` teams of one, two entries each, through the one submission function."""
+    for i in range(teams_n):
+        _team(client, cid, new_user(client, f"seeded{i}"), f"s{i}")
+    with services.sessions() as session:
+        callers = [Caller(repo.get_user_by_name(session, f"seeded{i}").id, f"seeded{i}", False)
+                   for i in range(teams_n)]
+    for i, caller in enumerate(callers):
+        for k in range(2):
+            weights, spec, _ = checkpoint(seed=5000 + 2 * i + k)
+            submit_agent(services, caller.user_id, caller.name, Submission(weights, spec.encode(), ENV, f"s{i}-{k}"),
+                         tag=entries.entry_tag(cid, caller, "weights", ENV))
+
+
 def test_twenty_teams_submitting_at_once_get_no_5xx_and_no_quota_exceeded(client, services):
+    """A board of 200 entries read all along while 20 teams each send three entries at once
+    (quota two a day): every answer a 201, a 429 or a 200 read, never a 5xx or a third entry."""
     competition = _competition(client, daily_submissions=2, active_entries=2, team_size=1)
     cid = competition["id"]
+    _seed_entries(client, services, cid, 100)
+    assert client.get(f"{API}/competitions/{cid}/board").json()["count"] == 201
     tokens = [new_user(client, f"team{i}") for i in range(20)]
     for i, token in enumerate(tokens):
         _team(client, cid, token, f"t{i}")
-    start = threading.Barrier(len(tokens) * 3)
+    readers = 5
+    start = threading.Barrier(len(tokens) * 3 + readers)
+    sending = threading.Event()
+    sending.set()
 
     def send(job: tuple[int, int]) -> int:
         team, k = job
@@ -266,12 +287,25 @@ def test_twenty_teams_submitting_at_once_get_no_5xx_and_no_quota_exceeded(client
         start.wait()
         return client.post(f"{API}/competitions/{cid}/entries", files=parts, headers=auth(tokens[team])).status_code
 
-    with ThreadPoolExecutor(len(tokens) * 3) as pool:
+    def read(_: int) -> list[tuple[int, int]]:
+        start.wait()
+        seen: list[tuple[int, int]] = []
+        while sending.is_set() or not seen:
+            answer = client.get(f"{API}/competitions/{cid}/board")
+            seen.append((answer.status_code, answer.json().get("count", -1) if answer.status_code == 200 else -1))
+        return seen
+
+    with ThreadPoolExecutor(len(tokens) * 3 + readers) as pool:
+        reads = [pool.submit(read, r) for r in range(readers)]
         codes = list(pool.map(send, [(t, k) for t in range(len(tokens)) for k in range(3)]))
+        sending.clear()
+        board_reads = [seen for r in reads for seen in r.result()]
     assert sorted(set(codes)) == [201, 429], codes
     assert codes.count(201) == 40 and codes.count(429) == 20
+    assert {code for code, _ in board_reads} == {200}, board_reads
+    assert all(201 <= count <= 241 for _, count in board_reads), board_reads
     with services.sessions() as session:
         per_team = [len(comp_repo.entries(session, cid, team_id=t.id)) for t in comp_repo.teams(session, cid)]
-    assert per_team == [2] * 20
+    assert per_team == [2] * 120
     board = client.get(f"{API}/competitions/{cid}/board").json()
-    assert board["count"] == 41  # every team's two active entries and the reference agent
+    assert board["count"] == 241  # every team's two active entries and the reference agent
