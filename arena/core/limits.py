@@ -23,11 +23,15 @@ never limited):
 * people's open games (:mod:`arena.ladder.people`): per user, per user per env, per
   address of guests.
 
-An in-flight count (a *hold*, ``{prefix}:busy:{name}:{subject}``) is taken by one Lua
-script (:func:`hold_keys`: counted only if under the limit, so concurrent requests never
-pass it) and given back by key (:func:`give_back_holds`) by whoever ends the work, in
-whatever process: the durable queues (:mod:`arena.ladder.work_queue`) give a
-challenge's or a game's holds back exactly once, when it is done or failed.
+An in-flight count (a *hold*, ``{prefix}:busy:{name}:{subject}``) is taken by one
+optimistic transaction (:func:`hold_keys`: ``WATCH`` the counters, counted only if each is
+under its limit, so concurrent requests never pass it) and given back by whoever ends
+the work, in whatever process (:meth:`Limits.give_back`, or the queue's finishing
+script). Work that is
+queued writes its queue record in the *same* transaction as its holds (``write``), so a
+process killed in between leaves neither a hold without its work nor work without its
+hold: the durable queues (:mod:`arena.ladder.work_queue`) give a challenge's or a game's
+holds back exactly once, when it is done or failed.
 
 If Redis does not answer, requests are let through (and a warning logged): the limits
 protect the service, they must not take it down.
@@ -38,7 +42,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
@@ -72,43 +76,38 @@ redis.call('INCRBY', KEYS[1], ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1
 """
-# KEYS: the holds. ARGV: ttl, then each key's limit. One more in flight on every key if
-# each has fewer than its limit (1), else nothing counted (0): all or none, atomically.
-_HOLD = """
-for i, key in ipairs(KEYS) do
-  if tonumber(redis.call('GET', key) or '0') >= tonumber(ARGV[i + 1]) then return 0 end
-end
-for _, key in ipairs(KEYS) do
-  redis.call('INCR', key)
-  redis.call('EXPIRE', key, ARGV[1])
-end
-return 1
-"""
 
 
-def hold_keys(client: redis.Redis, limits: dict[str, int], ttl_s: int = IN_FLIGHT_TTL_S) -> bool:
-    """Count one more in flight on every key of ``limits`` if each has fewer than its limit;
-    whether they were counted.
+def hold_keys(client: redis.Redis, limits: dict[str, int], ttl_s: int = IN_FLIGHT_TTL_S,
+              write: Callable[[redis.client.Pipeline], object] | None = None) -> bool:
+    """Count one more in flight on every key of ``limits`` if each has fewer than its limit,
+    and queue ``write``'s commands (the work the holds are for) in the same transaction;
+    whether they were counted (and written).
 
-    One script, all or none: concurrent callers never count past a limit, and a refused
-    one counts nothing, even for a moment (so it never refuses a racing request that fits).
-    Raises ``redis.RedisError`` if Redis does not answer.
+    All or none: concurrent callers never count past a limit (the counters are watched; a
+    transaction that raced another is tried again), a refused one counts and writes nothing,
+    and a process killed before ``EXEC`` leaves nothing behind. Raises ``redis.RedisError``
+    if Redis does not answer.
     """
     keys = list(limits)
-    return int(client.register_script(_HOLD)(keys=keys, args=[ttl_s, *(limits[k] for k in keys)])) == 1
-
-
-def give_back_holds(client: redis.Redis, keys: Iterable[str]) -> None:
-    """Un-count one in flight on each of ``keys`` (the work they were held for ended, or never
-    started); a key at zero is deleted. Logs, never raises, if Redis does not answer: the
-    holds then expire after :data:`IN_FLIGHT_TTL_S`."""
-    keys = tuple(keys)
-    if not keys:
-        return
-    try:
-        client.register_script(_GIVE_BACK)(keys=list(keys), args=[1])
-    except redis.RedisError as exc:
-        log.warning("could not give back the holds %s (%s); they expire", keys, exc)
+    with client.pipeline(transaction=True) as pipe:
+        while True:
+            try:
+                if keys:
+                    pipe.watch(*keys)
+                    used = pipe.mget(keys)
+                    if any(int(u or 0) >= limits[k] for k, u in zip(keys, used, strict=True)):
+                        return False
+                pipe.multi()
+                for key in keys:
+                    pipe.incr(key)
+                    pipe.expire(key, ttl_s)
+                if write is not None:
+                    write(pipe)
+                pipe.execute()
+                return True
+            except redis.WatchError:
+                continue
 
 
 @dataclass(frozen=True)
@@ -132,6 +131,29 @@ class Taken:
 
     key: str
     amount: int
+
+
+@dataclass(frozen=True)
+class Hold:
+    """An in-flight count to take: its key, its limit, and the 429's text when it is full."""
+
+    key: str
+    limit: int
+    refusal: str
+
+
+def take_holds(client: redis.Redis, holds: list[Hold], write: Callable[[redis.client.Pipeline], object] | None = None,
+               ttl_s: int = IN_FLIGHT_TTL_S, retry_after_s: int = 1) -> tuple[str, ...]:
+    """:func:`hold_keys` over ``holds`` (and ``write`` in the same transaction); the keys taken.
+
+    Raises:
+        TooManyRequests: One of them is full (the first full one's ``refusal``); nothing
+            was counted or written.
+    """
+    if hold_keys(client, {h.key: h.limit for h in holds}, ttl_s, write):
+        return tuple(h.key for h in holds)
+    full = [h for h in holds if int(client.get(h.key) or 0) >= h.limit] or holds
+    raise TooManyRequests(full[0].refusal, retry_after_s)
 
 
 class Limits:
@@ -207,6 +229,14 @@ class Limits:
             self.give_back(taken)
             raise
 
+    def in_flight_hold(self, name: str, subject: str, limit: int, what: str) -> list[Hold]:
+        """The hold of one more ``name`` of ``subject`` in flight, at most ``limit`` at a time
+        (empty for limit 0: no limit), to take with :func:`take_holds`."""
+        if limit <= 0:
+            return []
+        return [Hold(self.keys.busy(name, subject), limit,
+                     f"too many requests: at most {limit} {what} at a time; wait for one to finish")]
+
     def hold(self, name: str, subject: str, limit: int, what: str) -> list[Taken]:
         """Count one more ``name`` of ``subject`` in flight, at most ``limit`` at a time (0: no limit).
 
@@ -216,18 +246,11 @@ class Limits:
         Raises:
             TooManyRequests: ``limit`` are in flight already (``Retry-After: 1``); nothing stays counted.
         """
-        if limit <= 0:
-            return []
-        key = self.keys.busy(name, subject)
         try:
-            counted = hold_keys(self.client, {key: limit})
+            return [Taken(key, 1) for key in take_holds(self.client, self.in_flight_hold(name, subject, limit, what))]
         except redis.RedisError as exc:
             log.warning("in-flight limit not applied: Redis did not answer (%s)", exc)
             return []
-        if not counted:
-            raise TooManyRequests(f"too many requests: at most {limit} {what} at a time; "
-                                  "wait for one to finish", 1)
-        return [Taken(key, 1)]
 
     @contextmanager
     def in_flight(self, name: str, subject: str, limit: int, what: str) -> Iterator[None]:
@@ -260,18 +283,15 @@ class Limits:
         return self.reserved((self.submissions, f"{user_id}:{env_id}", 1))
 
     @contextmanager
-    def challenge(self, user_id: int, matches: int) -> Iterator[list[Taken]]:
+    def challenge(self, user_id: int, matches: int) -> Iterator[list[Hold]]:
         """The block queueing a challenge of ``matches`` matches for ``user_id``.
 
-        Yields the challenge's in-flight hold: the block hands it to the queued challenge,
-        whose player gives it back when the challenge is done or failed (not when the
-        request returns), so a user has at most ``ARENA_CHALLENGES_IN_FLIGHT`` challenges
-        queued or being played. If the block raises, everything is given back.
+        Counts the matches against the hourly budget (given back if the block raises) and
+        yields the challenge's in-flight hold, not yet taken: the block takes it in the
+        transaction that queues the challenge (:func:`take_holds` with ``write``), and the
+        challenge's player gives it back when the challenge is done or failed, so a user has
+        at most ``ARENA_CHALLENGES_IN_FLIGHT`` challenges queued or being played.
         """
-        held = self.hold("challenges", str(user_id), self.challenges_in_flight, "challenges queued or being played")
-        try:
-            with self.reserved((self.challenge_matches, str(user_id), matches)):
-                yield held
-        except BaseException:
-            self.give_back(held)
-            raise
+        with self.reserved((self.challenge_matches, str(user_id), matches)):
+            yield self.in_flight_hold("challenges", str(user_id), self.challenges_in_flight,
+                                      "challenges queued or being played")

@@ -28,12 +28,13 @@ import logging
 import secrets
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import redis
 
 from arena.core.agent_status import AgentStatus
 from arena.core.errors import Conflict, InvalidParameter
+from arena.core.limits import Hold, take_holds
 from arena.engine.plan import plan_matches
 from arena.ladder.dispatch import CONNECTED_KINDS
 from arena.ladder.work_queue import DONE, FAILED, PLAYING, QUEUED, WorkQueue
@@ -193,14 +194,22 @@ def challenge_queue(client: redis.Redis, keys: RedisKeys, **options: float) -> W
     return WorkQueue(client, keys.challenge, keys.challenge_queue(), keys.challenges_open(), **options)
 
 
-def queue_challenge(services: Services, request: ChallengeRequest) -> None:
-    """Store ``request``'s record (``queued``) and queue it for the background service."""
-    pipe = services.redis.pipeline(transaction=True)
-    challenge_queue(services.redis, services.pool.keys).put(pipe, request.id, request.to_json(), request.created,
-                                                            recorded=0)
-    pipe.execute()
+def queue_challenge(services: Services, request: ChallengeRequest, holds: list[Hold] | None = None) -> ChallengeRequest:
+    """Store ``request``'s record (``queued``) and queue it for the background service, taking
+    ``holds`` (the user's in-flight counts, handed to the record so its player gives them back)
+    in the same transaction; the request as queued.
+
+    Raises:
+        TooManyRequests: A hold is full; nothing was queued.
+    """
+    holds = holds or []
+    request = replace(request, holds=tuple(h.key for h in holds))
+    queue = challenge_queue(services.redis, services.pool.keys)
+    take_holds(services.redis, holds,
+               write=lambda pipe: queue.put(pipe, request.id, request.to_json(), request.created, recorded=0))
     log.info("%s queued challenge %s: %d %s %s match(es) between %s", request.user, request.id,
              len(request.jobs), "rated" if request.rated else "unrated", request.env_id, list(request.agent_ids))
+    return request
 
 
 def load_challenge(client: redis.Redis, keys: RedisKeys, challenge_id: str) -> ChallengeState | None:

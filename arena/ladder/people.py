@@ -44,8 +44,8 @@ from dataclasses import asdict, dataclass
 import redis
 
 from arena.core.agent_status import ACTIVE, AgentStatus
-from arena.core.errors import Conflict, Forbidden, InvalidParameter, TooManyRequests
-from arena.core.limits import IN_FLIGHT_TTL_S, give_back_holds, hold_keys
+from arena.core.errors import Conflict, Forbidden, InvalidParameter
+from arena.core.limits import IN_FLIGHT_TTL_S, Hold, take_holds
 from arena.engine import MatchJob
 from arena.ladder.dispatch import CONNECTED_KINDS, agent_source
 from arena.ladder.lane import ConnectedLane
@@ -182,20 +182,19 @@ def open_game(services: Services, agent_id: int, person: Person, seat: int | Non
         raise InvalidParameter("seat must be 0 (move first), 1 (move second) or null (either)")
     human = _human_agent(services, agent.env_id, person)
     keys = services.pool.keys
-    holds = _take_holds(services.redis, keys, person, agent.env_id)
-    try:
-        token = secrets.token_urlsafe(32)
-        request = PlayRequest(
-            match_id=str(uuid.uuid4()), env_id=agent.env_id, agent_id=agent.id, human_agent_id=human.id,
-            seat=secrets.randbelow(2) if seat is None else seat, seed=secrets.randbits(62),
-            guest=person.user_id is None, holds=holds, created=time.time(), token_sha256=token_sha256(token))
-        pipe = services.redis.pipeline(transaction=True)
+    holds = _open_game_holds(keys, person, agent.env_id)
+    token = secrets.token_urlsafe(32)
+    request = PlayRequest(
+        match_id=str(uuid.uuid4()), env_id=agent.env_id, agent_id=agent.id, human_agent_id=human.id,
+        seat=secrets.randbelow(2) if seat is None else seat, seed=secrets.randbits(62),
+        guest=person.user_id is None, holds=tuple(h.key for h in holds), created=time.time(),
+        token_sha256=token_sha256(token))
+
+    def write(pipe: redis.client.Pipeline) -> None:
         pipe.set(keys.play_token(request.token_sha256), str(human.id), ex=PLAY_TOKEN_TTL_S)
         people_queue(services.redis, keys).put(pipe, request.match_id, request.to_json(), request.created)
-        pipe.execute()
-    except BaseException:
-        give_back_holds(services.redis, holds)
-        raise
+
+    take_holds(services.redis, holds, write, OPEN_GAMES_TTL_S, retry_after_s=30)
     log.info("%s opened a game against agent %d (%s), match %s", human.name, agent.id, agent.env_id,
              request.match_id, extra={"agent_id": agent.id, "match_id": request.match_id})
     return Ticket(request.match_id, human.id, request.seat, token, f"/api/v1/agents/{human.id}/connect")
@@ -230,24 +229,19 @@ def _human_agent(services: Services, env_id: str, person: Person) -> repo.AgentI
     return human
 
 
-def _take_holds(client: redis.Redis, keys: RedisKeys, person: Person, env_id: str) -> tuple[str, ...]:
-    """Count one open game against the person (all counters or none).
+def _open_game_holds(keys: RedisKeys, person: Person, env_id: str) -> list[Hold]:
+    """The open-game counts of one more game of ``person``, taken with the game's queue record.
 
     A user has at most :data:`OPEN_GAMES` open, and one per env (their human agent of
     an env holds one connection at a time); guests of one address share :data:`OPEN_GAMES`.
     """
-    if person.user_id is not None:
-        wanted = [(f"user:{person.user_id}", OPEN_GAMES), (f"user:{person.user_id}:{env_id}", 1)]
-    else:
-        wanted = [(f"address:{person.address}", OPEN_GAMES)]
-    holds = {keys.busy(OPEN_GAMES_NAME, subject): limit for subject, limit in wanted}
-    if not hold_keys(client, holds, OPEN_GAMES_TTL_S):
-        env_key = keys.busy(OPEN_GAMES_NAME, f"user:{person.user_id}:{env_id}")
-        per_env = person.user_id is not None and int(client.get(env_key) or 0) >= 1
-        where, limit = (f" of {env_id}", 1) if per_env else ("", OPEN_GAMES)
-        raise TooManyRequests(f"too many open games: at most {limit}{where} at a time; finish one "
-                              "(or let it time out) first", 30)
-    return tuple(holds)
+    finish = "finish one (or let it time out) first"
+    everywhere = f"too many open games: at most {OPEN_GAMES} at a time; {finish}"
+    if person.user_id is None:
+        return [Hold(keys.busy(OPEN_GAMES_NAME, f"address:{person.address}"), OPEN_GAMES, everywhere)]
+    return [Hold(keys.busy(OPEN_GAMES_NAME, f"user:{person.user_id}:{env_id}"), 1,
+                 f"too many open games: at most 1 of {env_id} at a time; {finish}"),
+            Hold(keys.busy(OPEN_GAMES_NAME, f"user:{person.user_id}"), OPEN_GAMES, everywhere)]
 
 
 def people_queue(client: redis.Redis, keys: RedisKeys, **options: float) -> WorkQueue:

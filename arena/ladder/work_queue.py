@@ -196,7 +196,7 @@ class WorkQueue:
         """Mark the owner's item ``done`` or ``failed``; ``True`` only for the one call that did.
 
         In the same script, that call gives back one count on each of ``holds`` (in-flight
-        counters, :func:`arena.core.limits.give_back_holds`) and deletes ``deletes``."""
+        counters taken with the item, :func:`arena.core.limits.take_holds`) and deletes ``deletes``."""
         return self._finish(keys=[self.record(item_id), self.open_set, *holds, *deletes],
                             args=[owner, status, error, time.time(), int(keep_s), item_id, len(holds)]) == 1
 

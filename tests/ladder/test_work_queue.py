@@ -10,6 +10,8 @@ from collections import Counter
 
 import pytest
 
+from arena.core.errors import TooManyRequests
+from arena.core.limits import Hold, take_holds
 from arena.ladder.work_queue import DONE, FAILED, MAX_ATTEMPTS, Claim, WorkQueue
 from arena.snapshots.keys import RedisKeys
 from arena.storage.redis_server import connect_redis
@@ -109,3 +111,32 @@ def test_finishing_gives_back_the_holds_and_ends_the_tokens_in_the_same_script_o
     _put(queue, "b")
     assert queue.finish("b", queue.claim().owner, FAILED, "why", holds=holds)
     assert [client.exists(k) for k in holds] == [0, 0]  # a counter at zero leaves no key
+
+
+def test_holds_are_taken_in_the_transaction_that_queues_the_work(queue):
+    """Regression: the API took a person's or a challenge's holds, then queued the work in a
+    second round trip, so an API process killed in between left the holds counted for an hour
+    with nothing queued to give them back. Racing requests never pass a limit, a refused one
+    queues nothing, and a write that fails before EXEC (a process dying) counts nothing."""
+    client = queue.client
+    hold = Hold("wq-test:busy:challenges:9", 3, "too many requests: at most 3 challenges at a time")
+
+    def ask(item_id: str) -> str:
+        try:
+            take_holds(client, [hold], write=lambda pipe: queue.put(pipe, item_id, "{}", time.time()))
+        except TooManyRequests as refused:
+            return str(refused)
+        return "queued"
+
+    answers = race([lambda i=i: ask(f"r{i}") for i in range(12)])
+    assert Counter(answers) == {"queued": 3, hold.refusal: 9}
+    assert client.get(hold.key) == b"3" and len(_claim_all(queue)) == 3
+
+    def dies(pipe) -> None:
+        queue.put(pipe, "lost", "{}", time.time())
+        raise KeyboardInterrupt  # the process stops between queueing the commands and EXEC
+
+    client.delete(hold.key)
+    with pytest.raises(KeyboardInterrupt):
+        take_holds(client, [hold], write=dies)
+    assert not client.exists(hold.key) and not client.exists(queue.record("lost")) and queue.claim() is None

@@ -12,7 +12,6 @@ record a rated challenge.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import replace
 from datetime import UTC, datetime
 from uuid import UUID
 
@@ -50,10 +49,9 @@ def create_challenge(body: ChallengeCreate, user: WriterDep, state: StateDep, re
     if body.rated and not user.is_admin:
         raise Forbidden(USERS_UNRATED)
     services = state.services
-    with nullcontext([]) if user.user_id is None else state.limits.challenge(user.user_id, body.matches) as held:
+    with nullcontext([]) if user.user_id is None else state.limits.challenge(user.user_id, body.matches) as holds:
         request = plan_challenge(services, user.name, body.env, list(body.agents), body.matches, body.rated)
-        request = replace(request, holds=tuple(t.key for t in held))
-        queue_challenge(services, request)
+        request = queue_challenge(services, request, holds)
     response.headers["Location"] = f"/api/v1/challenges/{request.id}"
     return _public(services, ChallengeState(request, QUEUED, recorded=0, error="", finished=0.0, attempts=0))
 
