@@ -45,7 +45,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +53,6 @@ if sys.path and Path(sys.path[0]).resolve() == _ROOT / "benchmarks":
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-import psycopg
 import ray
 from sqlalchemy import func, make_url, select
 
@@ -71,6 +69,7 @@ from arena.storage.db import models
 from arena.storage.db import repositories as repo
 from arena.storage.redis_server import EmbeddedRedis
 from arena.storage.wiring import open_services
+from benchmarks.support.databases import POSTGRES_URL, create_database, drop_database
 from benchmarks.support.faults import LocalRayCluster, TcpProxy
 from envs.errors import ArenaError
 
@@ -150,22 +149,6 @@ class Chaos(threading.Thread):
         self._note(t0, f"ray worker pid {victim['pid']} on node {victim['node_id'][:8]} killed")
 
 
-def create_database(server_url: str) -> str:
-    name = f"arena_chaos_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(_libpq(server_url), autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    return name
-
-
-def drop_database(server_url: str, name: str) -> None:
-    with psycopg.connect(_libpq(server_url), autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def _libpq(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
 def duplicated(sessions) -> int:
     """Surplus match rows, matches without one participant per seat, surplus rating events."""
     M, P, E = models.Match, models.MatchParticipant, models.RatingEvent
@@ -209,7 +192,7 @@ def ray_leaked(timeout_s: float = 20.0) -> bool:
 def run(args) -> dict:
     data_dir = Path(tempfile.mkdtemp(prefix="arena-chaos-"))
     server = make_url(args.postgres_url)
-    name = create_database(args.postgres_url)
+    name = create_database(args.postgres_url, "arena_chaos")
     proxy = TcpProxy(server.host or "127.0.0.1", server.port or 5432).start()
     db_url = server.set(host="127.0.0.1", port=proxy.port, database=name).render_as_string(hide_password=False)
     redis = EmbeddedRedis(data_dir / "redis").start()
@@ -295,8 +278,7 @@ def main() -> None:
     parser.add_argument("--redis-down-s", type=float, default=3.0)
     parser.add_argument("--db-outage-at", type=float, default=22.0, help="seconds into the run (<0: never)")
     parser.add_argument("--db-outage-s", type=float, default=10.0)
-    parser.add_argument("--postgres-url", default=os.environ.get(
-        "ARENA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
+    parser.add_argument("--postgres-url", default=POSTGRES_URL)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
     args = parser.parse_args()

@@ -37,7 +37,7 @@ result. Counted, from the database and Redis themselves:
 Queued work outlives its dead owner by the durable queue's ``STALE_S`` (30 s) plus a
 sweep, so the drain takes up to a minute after the last service kill.
 
-    python benchmarks/process_faults.py [--seconds 60] [--kill-every 8] [--smoke]
+    python benchmarks/process_faults.py [--seconds 60] [--kill-every 8] [--smoke] [--postgres]
 
 Prints a table, then one JSON line with ``requests``, ``lost``, ``duplicated``,
 ``slots_stuck``, ``responses_5xx``, ``rebuild_equals_live``, ``seconds``, ``kills``.
@@ -70,6 +70,7 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import connect
 
 from benchmarks.connected import ENV, free_port, start_client, wait_http
+from benchmarks.support.databases import POSTGRES_URL, create_database, database_url, drop_database
 from benchmarks.support.fleet import Fleet, Http
 from benchmarks.support.match_log import duplicated_records, rebuild_equals_live
 
@@ -348,9 +349,11 @@ def run(args) -> dict:
     from arena.storage.wiring import open_services
 
     tmp = Path(tempfile.mkdtemp(prefix="arena-process-faults-"))
+    database = create_database(args.postgres_url, "arena_faults") if args.postgres else None
     with EmbeddedRedis(tmp / "redis") as redis_server:
-        settings = Settings(data_dir=tmp / "data", database_url=f"sqlite:///{tmp}/arena.db",
-                            redis_url=redis_server.url)
+        settings = Settings(data_dir=tmp / "data", redis_url=redis_server.url,
+                            database_url=database_url(args.postgres_url, database) if database
+                            else f"sqlite:///{tmp}/arena.db")
         env = {**os.environ, "PYTHONPATH": str(_ROOT), "ARENA_DATA_DIR": str(settings.data_dir),
                "ARENA_DATABASE_URL": settings.database_url, "ARENA_REDIS_URL": redis_server.url,
                "ARENA_ENVS": ENV, "ARENA_PROBE_CONCURRENCY": "0", "ARENA_PROBE_AUTO": "false",
@@ -411,10 +414,15 @@ def run(args) -> dict:
                         c.kill()
                 fleet.stop_all()
                 http.close()
+    result["database"] = "postgresql" if database else "sqlite"
     if result["lost"] or result["duplicated"] or result["slots_stuck"] or not result["rebuild_equals_live"]:
         result["kept"] = str(tmp)  # the database, Redis's AOF and each process's log, to find the cause
+        if database:
+            result["kept_database"] = database
     else:
         shutil.rmtree(tmp, ignore_errors=True)
+        if database:
+            drop_database(args.postgres_url, database)
     return result
 
 
@@ -438,6 +446,8 @@ def main() -> None:
     parser.add_argument("--drain-s", type=float, default=150.0, help="longest wait for the work to drain")
     parser.add_argument("--slots-s", type=float, default=45.0, help="longest wait for dead processes' leases")
     parser.add_argument("--smoke", action="store_true", help="seconds, tiny sizes (the suite runs this)")
+    parser.add_argument("--postgres", action="store_true", help="on a scratch PostgreSQL database, not SQLite")
+    parser.add_argument("--postgres-url", default=POSTGRES_URL, help="the PostgreSQL server (any database on it)")
     args = parser.parse_args()
     if args.smoke:
         args.seconds, args.kill_every, args.people, args.upload_every = 8.0, 2.5, 2, 2.0  # each killed once

@@ -42,12 +42,12 @@ from arena.storage.db import make_engine, session_factory, upgrade, utcnow
 from arena.storage.db import repositories as repo
 from arena.storage.db.base import UTCDateTime
 from arena.storage.db.models import Match, MatchParticipant, RatingEvent
+from benchmarks.support.databases import POSTGRES_URL
 from envs.registry import get_spec
 from league.ratings.book import MatchResult, RatingBook
 from league.ratings.rating import RatingEnv
 
 ENV = "connect_four-v3"
-POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
 def synthetic_records(keys: list[str], n: int, seed: int) -> list[MatchRecord]:
