@@ -51,6 +51,7 @@ from websockets.sync.client import connect
 from arena.storage.db import models
 from benchmarks.connected import ENV, free_port, start_api, start_client, stop_api, wait_http, wait_online
 from benchmarks.support.match_log import duplicated_records, rebuild_equals_live
+from benchmarks.support.smoke import parse_with_smoke, print_rows
 
 STORMS = ("storm-1", "storm-2", "storm-3", "storm-4")
 OTHER_ENV = "tictactoe-v3"
@@ -196,10 +197,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each phase")
     parser.add_argument("--kill-every", type=float, default=3.0)
-    parser.add_argument("--smoke", action="store_true", help="seconds, tiny sizes (the suite runs this)")
-    args = parser.parse_args()
-    if args.smoke:
-        args.seconds, args.kill_every = 2.0, 1.0
+    args = parse_with_smoke(parser, "seconds, tiny sizes (the suite runs this)", seconds=2.0, kill_every=1.0)
 
     from arena.core.settings import Settings
     from arena.ladder.background import BackgroundService, ServiceConfig
@@ -277,12 +275,14 @@ def main() -> None:
         "http_statuses": {str(k): v for k, v in sorted(faults.status.items())}, "reconnects": faults.storms,
         "reconnects_per_s": round(faults.storms / args.seconds, 1), "smoke": args.smoke,
     })
-    print(f"{'service loop matches/s, baseline':<36}{baseline:>10,.1f}")
-    print(f"{'service loop matches/s, under faults':<36}{during:>10,.1f}   ratio {result['pace_ratio']}")
-    print(f"{'responses >= 500':<36}{fivexx:>10}")
-    print(f"{'reconnects':<36}{faults.storms:>10}   ({result['reconnects_per_s']}/s)")
-    print(f"{'lost / duplicated':<36}{result['lost']:>6} / {result['duplicated']}")
-    print(f"{'rebuild == live':<36}{result['ratings_match_rebuild']!s:>10}")
+    print_rows(36, [
+        ("service loop matches/s, baseline", f"{baseline:>10,.1f}"),
+        ("service loop matches/s, under faults", f"{during:>10,.1f}   ratio {result['pace_ratio']}"),
+        ("responses >= 500", f"{fivexx:>10}"),
+        ("reconnects", f"{faults.storms:>10}   ({result['reconnects_per_s']}/s)"),
+        ("lost / duplicated", f"{result['lost']:>6} / {result['duplicated']}"),
+        ("rebuild == live", f"{result['ratings_match_rebuild']!s:>10}"),
+    ])
     print(json.dumps(result))
 
 

@@ -39,6 +39,7 @@ from arena.datasets import export_board
 from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.runners import AgentSource, InProcessRunner
 from arena.storage.db import make_engine, session_factory, upgrade
+from benchmarks.support.smoke import parse_with_smoke
 
 AGENTS = ("heuristic", "heuristic:epsilon=0.1", "heuristic:epsilon=0.3", "heuristic:epsilon=0.6", "random")
 
@@ -60,10 +61,7 @@ def main() -> None:
     parser.add_argument("--matches", type=int, default=20000, help="Matches recorded and exported (ours).")
     parser.add_argument("--naive-matches", type=int, default=2000, help="Matches the naive export re-simulates.")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--smoke", action="store_true", help="A few seconds: 300 matches, 100 naive.")
-    args = parser.parse_args()
-    if args.smoke:
-        args.matches, args.naive_matches = 300, 100
+    args = parse_with_smoke(parser, "A few seconds: 300 matches, 100 naive.", matches=300, naive_matches=100)
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -34,6 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 import arena.gym
+from benchmarks.support.smoke import parse_with_smoke
 
 
 def random_legal(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -64,10 +65,7 @@ def main() -> None:
     parser.add_argument("--opponent", default="random")
     parser.add_argument("--seconds", type=float, default=10.0, help="Measuring time of each side.")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--smoke", action="store_true", help="A few seconds, 8 envs (the suite runs it).")
-    args = parser.parse_args()
-    if args.smoke:
-        args.num_envs, args.seconds = 8, 0.5
+    args = parse_with_smoke(parser, "A few seconds, 8 envs (the suite runs it).", num_envs=8, seconds=0.5)
 
     vec = arena.gym.make_vec(args.env, args.num_envs, opponents=[args.opponent])
     sync = arena.gym.make_vec(args.env, args.num_envs, opponents=[args.opponent], vectorized=False)

@@ -48,6 +48,7 @@ from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.runners import AgentSource, InProcessRunner
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services, open_services
+from benchmarks.support.smoke import parse_with_smoke
 
 ENV = "connect_four-v3"
 AGENTS = ("heuristic", "heuristic:epsilon=0.3", "heuristic:epsilon=0.7", "random")
@@ -122,10 +123,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each phase")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the three phases")
     parser.add_argument("--batch", type=int, default=500, help="matches per ladder batch")
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
-    args = parser.parse_args()
-    if args.smoke:
-        args.seconds, args.rounds, args.batch = 1.0, 1, 50
+    args = parse_with_smoke(parser, "tiny sizes, seconds: checks that it runs", seconds=1.0, rounds=1, batch=50)
     import torch
 
     phases: dict[str, list[tuple[float, float | None]]] = {"alone": [], "service": [], "naive": []}

@@ -73,6 +73,7 @@ from benchmarks.connected import ENV, free_port, start_client, wait_http
 from benchmarks.support.databases import POSTGRES_URL, create_database, database_url, drop_database
 from benchmarks.support.fleet import Fleet, Http
 from benchmarks.support.match_log import duplicated_records, rebuild_equals_live
+from benchmarks.support.smoke import parse_with_smoke, print_rows
 
 log = logging.getLogger("process_faults")
 
@@ -445,12 +446,10 @@ def main() -> None:
     parser.add_argument("--max-rate", type=float, default=200.0, help="the service's rated matches/s")
     parser.add_argument("--drain-s", type=float, default=150.0, help="longest wait for the work to drain")
     parser.add_argument("--slots-s", type=float, default=45.0, help="longest wait for dead processes' leases")
-    parser.add_argument("--smoke", action="store_true", help="seconds, tiny sizes (the suite runs this)")
     parser.add_argument("--postgres", action="store_true", help="on a scratch PostgreSQL database, not SQLite")
     parser.add_argument("--postgres-url", default=POSTGRES_URL, help="the PostgreSQL server (any database on it)")
-    args = parser.parse_args()
-    if args.smoke:
-        args.seconds, args.kill_every, args.people, args.upload_every = 8.0, 2.5, 2, 2.0  # each killed once
+    args = parse_with_smoke(parser, "seconds, tiny sizes (the suite runs this)",
+                            seconds=8.0, kill_every=2.5, people=2, upload_every=2.0)  # each killed once
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
     out = run(args)
@@ -458,14 +457,11 @@ def main() -> None:
     print("fault timeline:")
     for line in events:
         print(f"  {line}")
-    for key in ("requests", "responses_5xx", "refused", "broken", "people_games", "challenges", "uploads",
-                "matches", "lost", "duplicated", "slots_stuck", "rebuild_equals_live", "seconds"):
-        print(f"{key:<24}{out[key]!s:>10}")
-    print(f"{'kills':<24}{out['kills']}")
-    print(f"{'lost, by kind':<24}{out['lost_detail']}")
-    print(f"{'slots, by kind':<24}{out['slots_detail']}")
-    print(f"{'open after drain':<24}{out['open_after_drain']}")
-    print(f"{'counters held':<24}{out['stuck_counters']}")
+    counts = ("requests", "responses_5xx", "refused", "broken", "people_games", "challenges", "uploads",
+              "matches", "lost", "duplicated", "slots_stuck", "rebuild_equals_live", "seconds")
+    print_rows(24, [*((key, f"{out[key]!s:>10}") for key in counts), ("kills", out["kills"]),
+                    ("lost, by kind", out["lost_detail"]), ("slots, by kind", out["slots_detail"]),
+                    ("open after drain", out["open_after_drain"]), ("counters held", out["stuck_counters"])])
     print(json.dumps(out))
 
 

@@ -28,6 +28,7 @@ import trueskill
 # Lets the script run from a checkout without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.support.smoke import parse_with_smoke
 from league.ratings.closed_form import rate_1v1_arrays, rate_1v1_fast
 from league.ratings.rating import Rating, RatingEnv
 
@@ -85,10 +86,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20_000, help="number of 1v1 updates")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
-    args = parser.parse_args()
-    if args.smoke:
-        args.n, args.repeats = 200, 1
+    args = parse_with_smoke(parser, "tiny sizes, seconds: checks that it runs", n=200, repeats=1)
 
     impls = implementations(RatingEnv(), np.random.default_rng(args.seed), args.n)
     timed = {name: best_time(fn, args.repeats) for name, fn in impls.items()}
