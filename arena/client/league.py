@@ -26,12 +26,13 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from arena.client.errors import ArenaConnectionError
 from arena.client.files import read_file, spec_text, weights_path
 from arena.client.http import ArenaClient
 from arena.client.published import pull_published
+from arena.client.transport import ClosedOnExit
 from envs.errors import ArenaError
 
 __all__ = ["LeagueClient", "Opponent", "tally"]
@@ -63,7 +64,7 @@ class Opponent:
     agent_id: int | None = None
 
 
-class LeagueClient:
+class LeagueClient(ClosedOnExit):
     """An outside trainer's handle on one league (created on first use, else resumed).
 
     Args:
@@ -98,12 +99,6 @@ class LeagueClient:
         self.name: str = state["name"]
         self.resumed = bool(state["learners"] or state["snapshots"])
         self._ids: dict[str, str] = {}  # gym names of drawn opponents -> opponent ids
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Closes the connection pool."""

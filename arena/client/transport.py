@@ -18,7 +18,7 @@ from arena.client.tokens import default_server, load_token
 
 log = logging.getLogger(__name__)
 
-__all__ = ["API_PREFIX", "JSON", "USER_AGENT", "ApiTransport"]
+__all__ = ["API_PREFIX", "JSON", "USER_AGENT", "ApiTransport", "ClosedOnExit"]
 
 API_PREFIX = "/api/v1"
 USER_AGENT = "arena-client/0.1"
@@ -59,7 +59,21 @@ def _params(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
-class ApiTransport:
+class ClosedOnExit:
+    """``with`` support for a client that holds connections: leaving the block calls :meth:`close`."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the connection pool."""
+        raise NotImplementedError
+
+
+class ApiTransport(ClosedOnExit):
     """The connection to one Arena server's API: requests, errors, the token (what every endpoint group uses).
 
     Args:
@@ -88,12 +102,6 @@ class ApiTransport:
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
             transport=transport,
         )
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Closes the connection pool."""
