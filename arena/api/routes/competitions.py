@@ -38,7 +38,7 @@ from arena.api.competition_schemas import (
 from arena.api.deps import Principal, ServicesDep, SessionDep, StateDep, UserDep, WriterDep, optional_user
 from arena.api.errors import error_responses
 from arena.api.routes.agents import UPLOAD_SCHEMA, receive_agent
-from arena.api.routes.envs import MATCH_LOG_ROWS
+from arena.api.routes.envs import MATCH_LOG_ROWS, match_log_file, match_log_responses
 from arena.api.schemas import MAX_ID, AgentPublic
 from arena.competitions import entries, service, teams
 from arena.competitions.rules import CompetitionSettings, board_key, final_board_key
@@ -290,10 +290,7 @@ def standings(competition_id: CompetitionIdPath, session: SessionDep, user: Call
 @router.get(
     "/competitions/{competition_id}/matches/export",
     response_class=StreamingResponse,
-    responses={200: {"description": "The board's matches as a Parquet or CSV file, streamed.",
-                     "content": {media: {"schema": {"type": "string", "format": "binary"}}
-                                 for media in ("application/vnd.apache.parquet", "text/csv")}},
-               **error_responses(401, 404, 422, 429)},
+    responses=match_log_responses("The board's matches as a Parquet or CSV file, streamed.", 401, 404, 422, 429),
 )
 def export_matches(
     competition_id: CompetitionIdPath, session: SessionDep, state: StateDep, user: CallerDep,
@@ -306,12 +303,10 @@ def export_matches(
     (``GET /envs/{env}/matches/export``; the rating columns empty: the board's ratings are derived on it).
     The final evaluation's (``final=true``) is what ``arena competition verify`` recomputes the standings
     and the certificate from."""
-    from arena.datasets.match_log import MEDIA_TYPES, stream_match_log  # pyarrow: loaded on first download
+    from arena.datasets.match_log import stream_match_log  # pyarrow: loaded on first download
 
     competition = service.visible(session, competition_id, _caller(user))
     board = final_board_key(competition_id) if final else board_key(competition_id)
     body = state.downloads.stream(stream_match_log(state.services.sessions, get_spec(competition.env_id), format,
                                                    after, limit, board=board))
-    name = board.replace(":", "-")
-    return StreamingResponse(body, media_type=MEDIA_TYPES[format], headers={
-        "Content-Disposition": f'attachment; filename="{name}-matches.{format}"'})
+    return match_log_file(body, format, board.replace(":", "-"))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import StreamingResponse
@@ -79,13 +80,26 @@ MATCH_LOG_ROWS = 250_000
 """Most matches one match-log download holds (``limit``'s default and ceiling)."""
 
 
+def match_log_responses(description: str, *errors: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of a match-log download: the streamed file (``description``) and the ``errors``."""
+    return {200: {"description": description,
+                  "content": {media: {"schema": {"type": "string", "format": "binary"}}
+                              for media in ("application/vnd.apache.parquet", "text/csv")}},
+            **error_responses(*errors)}
+
+
+def match_log_file(body: Iterator[bytes], format: str, name: str) -> StreamingResponse:
+    """A streamed match-log download, saved as ``<name>-matches.<format>``."""
+    from arena.datasets.match_log import MEDIA_TYPES  # pyarrow: loaded on first download
+
+    return StreamingResponse(body, media_type=MEDIA_TYPES[format], headers={
+        "Content-Disposition": f'attachment; filename="{name}-matches.{format}"'})
+
+
 @router.get(
     "/envs/{env}/matches/export",
     response_class=StreamingResponse,
-    responses={200: {"description": "The match log as a Parquet or CSV file, streamed.",
-                     "content": {media: {"schema": {"type": "string", "format": "binary"}}
-                                 for media in ("application/vnd.apache.parquet", "text/csv")}},
-               **error_responses(404, 422, 429)},
+    responses=match_log_responses("The match log as a Parquet or CSV file, streamed.", 404, 422, 429),
 )
 def export_matches(
     env: EnvId,
@@ -99,9 +113,8 @@ def export_matches(
     id, time, seed, outcome, termination, and per seat the agent, its score and its TrueSkill
     mu/sigma before and after (docs/datasets.md). Streamed page by page; a file holds the
     matches recorded before the request, after ``after``, at most ``limit``."""
-    from arena.datasets.match_log import MEDIA_TYPES, stream_match_log  # pyarrow: loaded on first download
+    from arena.datasets.match_log import stream_match_log  # pyarrow: loaded on first download
 
     spec = get_spec(env)
     body = state.downloads.stream(stream_match_log(state.services.sessions, spec, format, after, limit))
-    return StreamingResponse(body, media_type=MEDIA_TYPES[format], headers={
-        "Content-Disposition": f'attachment; filename="{env}-matches.{format}"'})
+    return match_log_file(body, format, env)
