@@ -98,8 +98,8 @@ class CrosstableRowPublic(BaseModel):
     against: list[MeetingPublic]
 
 
-class TournamentPublic(BaseModel):
-    """A tournament now: its field, every round's tables and games, standings and crosstable."""
+class TournamentHead(BaseModel):
+    """What names a tournament, in its summary and in its full view alike."""
 
     id: int
     title: str
@@ -107,6 +107,11 @@ class TournamentPublic(BaseModel):
     competition_id: int | None
     kind: Kind
     games: int
+
+
+class TournamentPublic(TournamentHead):
+    """A tournament now: its field, every round's tables and games, standings and crosstable."""
+
     rounds_total: int
     seed: int
     state: Literal["running", "finished", "failed"]
@@ -121,13 +126,7 @@ class TournamentPublic(BaseModel):
     crosstable: list[CrosstableRowPublic]
 
 
-class TournamentSummary(BaseModel):
-    id: int
-    title: str
-    env: str
-    competition_id: int | None
-    kind: Kind
-    games: int
+class TournamentSummary(TournamentHead):
     state: Literal["running", "finished", "failed"]
     entrants: int
     created_at: datetime
