@@ -17,7 +17,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from arena.cli.console import _fmt, console, fail
+from arena.cli.console import _fmt, console, fail, plain_table
 from arena.cli.remote import _server_option, _token_option, remote
 from arena.client.competitions import verify_standings
 
@@ -84,12 +84,8 @@ def list_(state: str = typer.Option("", help="draft, open, final or finished."),
     """The competitions you may see."""
     with remote(server, token) as client:
         page = client.competitions(state=state or None)
-    table = Table(title=f"{page['count']} competitions")
-    for column in ("id", "title", "env", "state", "deadline"):
-        table.add_column(column)
-    for c in page["data"]:
-        table.add_row(str(c["id"]), c["title"], c["env"], c["state"], c["deadline"])
-    console.print(table)
+    console.print(plain_table(f"{page['count']} competitions", ("id", "title", "env", "state", "deadline"),
+                              ((str(c["id"]), c["title"], c["env"], c["state"], c["deadline"]) for c in page["data"])))
 
 
 @competition_app.command("show")
@@ -169,14 +165,12 @@ def board(competition_id: int, final: bool = typer.Option(False, "--final", help
     """The competition's own board (the season's, or the final evaluation's)."""
     with remote(server, token) as client:
         rows = client.competition_board(competition_id, final=final)["data"]
-    table = Table(title=f"competition {competition_id} {'final' if final else 'season'} board")
-    for column in ("rank", "range", "agent", "team", "division", "mu", "sigma", "games", "W/D/L"):
-        table.add_column(column)
-    for r in rows:
-        table.add_row(str(r["rank"]), f"{r['rank_lo']}-{r['rank_hi']}", f"{r['name']} ({r['agent_id']})",
-                      r["team"] or "reference", r.get("division") or "", _fmt(r["mu"]), _fmt(r["sigma"]),
-                      str(r["games"]), f"{r['wins']}/{r['draws']}/{r['losses']}")
-    console.print(table)
+    console.print(plain_table(
+        f"competition {competition_id} {'final' if final else 'season'} board",
+        ("rank", "range", "agent", "team", "division", "mu", "sigma", "games", "W/D/L"),
+        ((str(r["rank"]), f"{r['rank_lo']}-{r['rank_hi']}", f"{r['name']} ({r['agent_id']})", r["team"] or "reference",
+          r.get("division") or "", _fmt(r["mu"]), _fmt(r["sigma"]), str(r["games"]),
+          f"{r['wins']}/{r['draws']}/{r['losses']}") for r in rows)))
 
 
 @competition_app.command("standings")
@@ -189,14 +183,12 @@ def standings(competition_id: int, server: str = _server_option(), token: str | 
         console.print(f"competition {competition_id} is {body['state']}: no final standings yet "
                       f"({body['matches']} final matches played)")
         return
-    table = Table(title=f"competition {competition_id}: {'certified' if result['certified'] else 'not certified'} "
-                  f"after {result['matches']} matches ({result['stopped']})")
-    for column in ("rank", "range", "agent", "mu", "sigma", "games", "W/D/L"):
-        table.add_column(column)
-    for s in result["standings"]:
-        table.add_row(str(s["rank"]), f"{s['rank_lo']}-{s['rank_hi']}", str(s["entry"]), _fmt(s["mu"]),
-                      _fmt(s["sigma"]), str(s["games"]), f"{s['wins']}/{s['draws']}/{s['losses']}")
-    console.print(table)
+    console.print(plain_table(
+        f"competition {competition_id}: {'certified' if result['certified'] else 'not certified'} "
+        f"after {result['matches']} matches ({result['stopped']})",
+        ("rank", "range", "agent", "mu", "sigma", "games", "W/D/L"),
+        ((str(s["rank"]), f"{s['rank_lo']}-{s['rank_hi']}", str(s["entry"]), _fmt(s["mu"]), _fmt(s["sigma"]),
+          str(s["games"]), f"{s['wins']}/{s['draws']}/{s['losses']}") for s in result["standings"])))
     for p in result["pairs"]:
         console.print(f"{p['upper']} over {p['lower']} ({p['kind']}): {p['status']} at {p['confidence']:.3f}, "
                       f"p in [{p['low']:.3f}, {p['high']:.3f}] over {p['units']} seat-balanced units")

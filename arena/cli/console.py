@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NoReturn
 
 import typer
@@ -33,6 +34,16 @@ def progress_bar() -> Progress:
         TimeRemainingColumn(),
         console=console,
     )
+
+
+def plain_table(title: str, columns: Iterable[str], rows: Iterable[Iterable[str]]) -> Table:
+    """A table titled ``title``: a left-aligned column per name in ``columns``, a row per cell list in ``rows``."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def _fmt(value: Any, digits: int = 2) -> str:

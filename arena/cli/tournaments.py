@@ -13,7 +13,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from arena.cli.console import console, fail
+from arena.cli.console import console, fail, plain_table
 from arena.cli.remote import _server_option, _token_option, remote
 from arena.client.tournaments import points
 
@@ -64,24 +64,20 @@ def list_(competition: int | None = typer.Option(None, help="Only this competiti
     """The tournaments you may see."""
     with remote(server, token) as client:
         page = client.tournaments(competition)
-    table = Table(title=f"{page['count']} tournaments")
-    for column in ("id", "title", "env", "kind", "entrants", "best of", "state", "competition"):
-        table.add_column(column)
-    for t in page["data"]:
-        table.add_row(str(t["id"]), t["title"], t["env"], t["kind"], str(t["entrants"]), str(t["games"]), t["state"],
-                      str(t["competition_id"] or ""))
-    console.print(table)
+    console.print(plain_table(
+        f"{page['count']} tournaments", ("id", "title", "env", "kind", "entrants", "best of", "state", "competition"),
+        ((str(t["id"]), t["title"], t["env"], t["kind"], str(t["entrants"]), str(t["games"]), t["state"],
+          str(t["competition_id"] or "")) for t in page["data"])))
 
 
 def standings_table(t: dict[str, Any]) -> Table:
-    table = Table(title=f"tournament {t['id']}: {t['title']} ({t['kind']}, best of {t['games']}) - {t['state']}, "
-                  f"round {len(t['rounds'])} of {t['rounds_total']}, {t['games_played']} games")
-    for column in ("rank", "agent", "points", "tiebreak", "game points", "W / D / L", "byes"):
-        table.add_column(column)
-    for s in t["standings"]:
-        table.add_row(str(s["rank"]), f"{s['name']} ({s['agent_id']})", points(s["points"]), points(s["tiebreak"]),
-                      points(s["game_points"]), f"{s['wins']} / {s['draws']} / {s['losses']}", str(s["byes"]))
-    return table
+    return plain_table(
+        f"tournament {t['id']}: {t['title']} ({t['kind']}, best of {t['games']}) - {t['state']}, "
+        f"round {len(t['rounds'])} of {t['rounds_total']}, {t['games_played']} games",
+        ("rank", "agent", "points", "tiebreak", "game points", "W / D / L", "byes"),
+        ((str(s["rank"]), f"{s['name']} ({s['agent_id']})", points(s["points"]), points(s["tiebreak"]),
+          points(s["game_points"]), f"{s['wins']} / {s['draws']} / {s['losses']}", str(s["byes"]))
+         for s in t["standings"]))
 
 
 def crosstable(t: dict[str, Any]) -> Table:
@@ -99,18 +95,18 @@ def crosstable(t: dict[str, Any]) -> Table:
     return table
 
 
+def _table_result(tb: dict[str, Any]) -> str:
+    """A table's mini-match: a bye, its points, or still playing."""
+    if tb["b"] is None:
+        return "bye"
+    return f"{points(tb['points_a'])} - {points(tb['points_b'])}" if tb["complete"] else "playing"
+
+
 def rounds_table(t: dict[str, Any]) -> Table:
     names = {e["agent_id"]: e["name"] for e in t["entrants"]}
-    table = Table(title="rounds")
-    for column in ("round", "table", "first", "result", "second", "goes on"):
-        table.add_column(column)
-    for r in t["rounds"]:
-        for tb in r["tables"]:
-            result = "bye" if tb["b"] is None else (f"{points(tb['points_a'])} - {points(tb['points_b'])}"
-                                                    if tb["complete"] else "playing")
-            table.add_row(str(r["round"]), str(tb["table"]), names[tb["a"]], result,
-                          names.get(tb["b"], ""), names.get(tb["advances"], ""))
-    return table
+    return plain_table("rounds", ("round", "table", "first", "result", "second", "goes on"),
+                       ((str(r["round"]), str(tb["table"]), names[tb["a"]], _table_result(tb), names.get(tb["b"], ""),
+                         names.get(tb["advances"], "")) for r in t["rounds"] for tb in r["tables"]))
 
 
 @tournament_app.command("show")
