@@ -9,6 +9,7 @@ then tagged with the competition and the caller's team in the storing transactio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -49,6 +50,7 @@ from arena.read.summaries import agents_public
 from arena.storage.db import repositories as repo
 from arena.storage.db.base import utcnow
 from arena.storage.db.repositories import competitions as comp_repo
+from arena.storage.wiring import Services
 from envs.registry import get_spec
 from league.competitions.certification import FINAL_RATING_ENV
 
@@ -143,9 +145,14 @@ def join_competition(competition_id: CompetitionIdPath, body: JoinCompetition, u
         return _public(session, competition_id, user)
 
 
-def _team_public(session: Session, competition_id: int, team_id: int, user: Principal) -> TeamPublic:
-    mine = comp_repo.team_of(session, competition_id, user.user_id) if user.user_id else None
-    rows = read.teams_public(session, competition_id, mine.id if mine else None)
+def _team_write(services: Services, user: Principal, competition_id: int,
+                write: Callable[..., int], value: str) -> TeamPublic:
+    """Runs a team write of :mod:`arena.competitions.teams` (create, join, merge: ``value`` is the name or
+    the join code) as ``user``, and answers the team it created, joined or grew, as its member sees it."""
+    team_id = write(services, _caller(user), competition_id, value)
+    with services.sessions() as session:
+        mine = comp_repo.team_of(session, competition_id, user.user_id) if user.user_id else None
+        rows = read.teams_public(session, competition_id, mine.id if mine else None)
     return TeamPublic(**next(r for r in rows if r["id"] == team_id))
 
 
@@ -154,9 +161,7 @@ def _team_public(session: Session, competition_id: int, team_id: int, user: Prin
 def create_team(competition_id: CompetitionIdPath, body: TeamCreate, user: WriterDep,
                 services: ServicesDep) -> TeamPublic:
     """Create a team with you in it; its ``join_code`` (shown to its members) lets others join."""
-    team_id = teams.create_team(services, _caller(user), competition_id, body.name)
-    with services.sessions() as session:
-        return _team_public(session, competition_id, team_id, user)
+    return _team_write(services, user, competition_id, teams.create_team, body.name)
 
 
 @router.post("/competitions/{competition_id}/teams/join", response_model=TeamPublic,
@@ -164,9 +169,7 @@ def create_team(competition_id: CompetitionIdPath, body: TeamCreate, user: Write
 def join_team(competition_id: CompetitionIdPath, body: TeamJoin, user: WriterDep,
               services: ServicesDep) -> TeamPublic:
     """Join a team by its code, within the competition's team size (409 when full)."""
-    team_id = teams.join_team(services, _caller(user), competition_id, body.join_code)
-    with services.sessions() as session:
-        return _team_public(session, competition_id, team_id, user)
+    return _team_write(services, user, competition_id, teams.join_team, body.join_code)
 
 
 @router.post("/competitions/{competition_id}/teams/merge", response_model=TeamPublic,
@@ -175,9 +178,7 @@ def merge_team(competition_id: CompetitionIdPath, body: TeamMerge, user: WriterD
                services: ServicesDep) -> TeamPublic:
     """Merge another team (by its join code) into yours, before the merge deadline. Kaggle's rule: the
     two teams' submissions together may not exceed the daily limit times the days the competition has run."""
-    team_id = teams.merge_team(services, _caller(user), competition_id, body.join_code)
-    with services.sessions() as session:
-        return _team_public(session, competition_id, team_id, user)
+    return _team_write(services, user, competition_id, teams.merge_team, body.join_code)
 
 
 @router.get("/competitions/{competition_id}/teams", response_model=TeamsPublic,
