@@ -12,9 +12,13 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import iter_route_contexts
 
+from arena.api.deps import current_user
 from arena.api.docs import docs_router
 from arena.api.errors import install_error_handlers
 from arena.api.routes import api_router
@@ -104,7 +108,35 @@ def create_app(services: Services | None = None, *, start_background: bool = Fal
     from arena.web.routes import web_router  # the pages call the JSON API above
 
     app.include_router(web_router())
+    _say_where_auth_is_optional(app)
     return app
+
+
+def _needs_token(dependant: Dependant) -> bool:
+    """Whether a route's dependencies demand a caller (:func:`~arena.api.deps.current_user`)."""
+    return any(d.call is current_user or _needs_token(d) for d in dependant.dependencies)
+
+
+def _say_where_auth_is_optional(app: FastAPI) -> None:
+    """OpenAPI: an operation that reads the token when sent but serves anonymous callers too
+    lists the empty requirement ``{}`` beside the bearer scheme, so its schema says that
+    auth is optional there (FastAPI lists the scheme alone wherever a route reads it)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            for route in iter_route_contexts(app.routes):  # also those of included routers
+                dependant = getattr(route, "dependant", None)
+                if dependant is None or _needs_token(dependant):
+                    continue
+                for method in route.methods or ():
+                    operation = schema["paths"].get(route.path_format, {}).get(method.lower(), {})
+                    if operation.get("security") and {} not in operation["security"]:
+                        operation["security"].append({})
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _forget_services(app: FastAPI) -> None:

@@ -15,8 +15,12 @@ import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import iter_route_contexts
+from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from arena.api.schemas import ConflictPublic, ErrorPublic
 from arena.core.errors import (
@@ -124,6 +128,26 @@ def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": validation_message(list(exc.errors()))}, status_code=422)
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app answers at the request's path (sorted)."""
+    methods: set[str] = set()
+    for route in iter_route_contexts(request.app.routes):  # also those of included routers
+        if route.methods and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= route.methods
+    return sorted(methods)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (404 of an unknown path, 405), as FastAPI answers them, except
+    that a 405's ``Allow`` lists every method of the path: each FastAPI route has one
+    method, and Starlette's 405 named only the first route it found there."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        exc = HTTPException(405, exc.detail, headers={**(exc.headers or {}),
+                                                      "Allow": ", ".join(allowed_methods(request))})
+    return await http_exception_handler(request, exc)
+
+
 def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     log.exception("%s %s failed", request.method, request.url.path, exc_info=exc)
     return JSONResponse({"detail": "internal server error; it was logged"}, status_code=500)
@@ -133,4 +157,5 @@ def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers on ``app``."""
     app.add_exception_handler(ArenaError, _arena_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected_error)

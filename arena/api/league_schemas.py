@@ -7,9 +7,10 @@ the league itself is :mod:`arena.training.outside_league`.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from arena.api.schemas import AgentPublic
 
@@ -18,18 +19,29 @@ LearnerName = Field(default="main", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,15}$",
 LeagueRole = Literal["main", "main_exploiter", "league_exploiter"]
 
 
+def _not_a_bool(value: object) -> object:
+    """JSON's true and false are no numbers (pydantic's lax mode would read them as 1 and 0)."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("number_type", "Input should be a number, not true/false")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_not_a_bool)]
+Share = Annotated[float, BeforeValidator(_not_a_bool)]
+
+
 class LeagueCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$", examples=["my-league"],
                       description="1-32 letters, digits, '_', '-'; unique per env.")
     env: str = Field(max_length=64, examples=["connect_four-v3"])
-    self_play: float = Field(default=0.35, ge=0.0, le=1.0,
+    self_play: Share = Field(default=0.35, ge=0.0, le=1.0,
                              description="A main learner's share of games against its current weights.")
-    baseline_share: float = Field(default=0.5, ge=0.0, le=1.0,
+    baseline_share: Share = Field(default=0.5, ge=0.0, le=1.0,
                                   description="Share of a main learner's other games drawn among the board's "
                                   "scripted agents alone.")
-    board_top: int = Field(default=8, ge=0, le=64,
+    board_top: Count = Field(default=8, ge=0, le=64,
                            description="The best neural agents of the board that you may download (published, "
                            "or yours) join the league's past players.")
 
@@ -94,9 +106,9 @@ class ResultCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     opponent: str = Field(pattern=r"^(self|[1-9][0-9]{0,9})$", description="'self' or the opponent's agent id.")
-    wins: int = Field(default=0, ge=0, le=1_000_000)
-    draws: int = Field(default=0, ge=0, le=1_000_000)
-    losses: int = Field(default=0, ge=0, le=1_000_000)
+    wins: Count = Field(default=0, ge=0, le=1_000_000)
+    draws: Count = Field(default=0, ge=0, le=1_000_000)
+    losses: Count = Field(default=0, ge=0, le=1_000_000)
 
 
 class ResultsCreate(BaseModel):

@@ -159,7 +159,8 @@ class ConnectedAgentCreate(BaseModel):
 class AgentUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    published: bool = Field(description="Publish (true) or unpublish (false) the agent's weights and spec.")
+    published: bool = Field(strict=True,  # JSON true/false only, not 1 or "yes"
+                            description="Publish (true) or unpublish (false) the agent's weights and spec.")
 
 
 class AgentsPublic(BaseModel):

@@ -17,7 +17,7 @@ GET_ERRORS = [
         ("/leaderboard?env=nope-v1", 404, "unknown env 'nope-v1'"),
         ("/agents?env=nope-v1", 404, "unknown env"),
         ("/matches?env=nope-v1", 404, "unknown env"),
-        ("/agents/abc", 422, "path parameter agent_id"),
+        ("/agents/abc", 404, "Not Found"),  # /agents/{agent_id:int}: no route for it
         ("/agents/0", 422, "path parameter agent_id: Input should be greater than or equal to 1"),
         (f"/agents/{2**40}", 422, "path parameter agent_id"),
         ("/leaderboard", 422, "query parameter env: Field required"),

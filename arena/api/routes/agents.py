@@ -24,6 +24,8 @@ from envs.errors import UnknownAgent
 from envs.registry import get_spec, list_envs
 
 router = APIRouter(tags=["agents"])
+# ``{agent_id:int}``: only digits reach these routes, so a path beside them (``/agents/connected``)
+# answers another method with 405 and its Allow header, not a 422 about the id.
 AgentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")]
 CallerDep = Annotated[Principal | None, Depends(optional_user)]
 
@@ -143,13 +145,13 @@ def list_agents(
     return AgentsPublic(data=agents_public(session, page), count=total)
 
 
-@router.get("/agents/{agent_id}", response_model=AgentPublic, responses=error_responses(404, 422))
+@router.get("/agents/{agent_id:int}", response_model=AgentPublic, responses=error_responses(404, 422))
 def get_agent(agent_id: AgentIdPath, session: SessionDep) -> AgentPublic:
     """One agent, with its ratings and where it stands in the queue."""
     return AgentPublic(**agents_public(session, [_agent(session, agent_id)])[0])
 
 
-@router.delete("/agents/{agent_id}", response_model=AgentPublic,
+@router.delete("/agents/{agent_id:int}", response_model=AgentPublic,
                responses=error_responses(401, 403, 404, 422, 429))
 def retire_agent(agent_id: AgentIdPath, user: WriterDep, services: ServicesDep) -> AgentPublic:
     """Retire an agent (owner or admin): it leaves the ladder; its matches stay."""
@@ -165,7 +167,7 @@ def retire_agent(agent_id: AgentIdPath, user: WriterDep, services: ServicesDep) 
         return AgentPublic(**agents_public(session, [_agent(session, agent_id)])[0])
 
 
-@router.patch("/agents/{agent_id}", response_model=AgentPublic,
+@router.patch("/agents/{agent_id:int}", response_model=AgentPublic,
               responses=error_responses(400, 401, 403, 404, 422, 429))
 def update_agent(agent_id: AgentIdPath, body: AgentUpdate, user: WriterDep, services: ServicesDep) -> AgentPublic:
     """Publish or unpublish an agent's weights (owner or admin): ``{"published": true}`` lets

@@ -73,7 +73,9 @@ def _redis(websocket: WebSocket, services: Services) -> aredis.Redis:
 
 @router.post(
     "/agents/connected", status_code=201, response_model=AgentPublic,
-    responses=error_responses(400, 401, 404, 422, 429),
+    responses={**error_responses(400, 401, 404, 422, 429),
+               200: {"model": AgentPublic, "description": "The agent this user registered before "
+                     "under the same name (and role)"}},
     description="Register an agent that your own process plays over the connected-agent protocol "
     "(a WebSocket at /api/v1/agents/{id}/connect; docs/connected.md): no weights are uploaded. The same "
     "name (and role) of the same user returns the agent made the first time (200). It enters "

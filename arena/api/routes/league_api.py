@@ -20,6 +20,7 @@ from arena.api.deps import Principal, ServicesDep, SessionDep, StateDep, UserDep
 from arena.api.errors import error_responses
 from arena.api.league_schemas import (
     LeagueCreate,
+    LeagueRole,
     OpponentsPublic,
     OutsideLeaguePublic,
     PushedSnapshotPublic,
@@ -149,7 +150,7 @@ def _candidates(session: Session, state: Any, info: repo.LeagueInfo, league: Out
 def opponents(
     league_id: LeagueIdPath, session: SessionDep, state: StateDep, user: UserDep,
     learner: Annotated[str, Query(pattern=LEARNER_NAME.pattern)] = "main",
-    role: Annotated[str | None, Query(max_length=32, description="main, main_exploiter or league_exploiter.")] = None,
+    role: Annotated[LeagueRole | None, Query(description="The learner's AlphaStar role.")] = None,
     n: Annotated[int, Query(ge=1, le=1024, description="Opponents to draw.")] = 1,
     seed: Annotated[int | None, Query(ge=0, le=2**63 - 1, description="Seeds the draws (default: fresh).")] = None,
 ) -> dict[str, Any]:
