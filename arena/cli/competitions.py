@@ -10,6 +10,7 @@ published ones (exit 1 when they do not). Exit codes as :mod:`arena.cli.remote`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from rich.table import Table
 
 from arena.cli.console import _fmt, console, fail, plain_table
 from arena.cli.remote import _server_option, _token_option, remote
+from arena.client import ArenaClient
 from arena.client.competitions import verify_standings
 
 competition_app = typer.Typer(help="Competitions: seasons with deadlines, teams, certified final standings.",
@@ -105,7 +107,10 @@ def join(competition_id: int, invite_code: str = typer.Option("", "--code", help
                   f"`arena competition team create {c['id']} NAME`")
 
 
-def _team(team: dict[str, Any]) -> None:
+def _team_write(server: str, token: str | None, write: Callable[[ArenaClient], dict[str, Any]]) -> None:
+    """Runs a team write (create, join, merge) on ``server`` and prints the team it answers."""
+    with remote(server, token) as client:
+        team = write(client)
     console.print(f"team [bold]{team['name']}[/] (id {team['id']}): {', '.join(team['members'])}"
                   + (f"; join code {team['join_code']}" if team.get("join_code") else ""))
 
@@ -114,24 +119,21 @@ def _team(team: dict[str, Any]) -> None:
 def team_create(competition_id: int, name: str, server: str = _server_option(),
                 token: str | None = _token_option()) -> None:
     """Create a team with you in it (prints its join code)."""
-    with remote(server, token) as client:
-        _team(client.create_team(competition_id, name))
+    _team_write(server, token, lambda client: client.create_team(competition_id, name))
 
 
 @team_app.command("join")
 def team_join(competition_id: int, join_code: str, server: str = _server_option(),
               token: str | None = _token_option()) -> None:
     """Join a team by its code."""
-    with remote(server, token) as client:
-        _team(client.join_team(competition_id, join_code))
+    _team_write(server, token, lambda client: client.join_team(competition_id, join_code))
 
 
 @team_app.command("merge")
 def team_merge(competition_id: int, join_code: str, server: str = _server_option(),
                token: str | None = _token_option()) -> None:
     """Merge the team with that join code into yours (before the merge deadline)."""
-    with remote(server, token) as client:
-        _team(client.merge_team(competition_id, join_code))
+    _team_write(server, token, lambda client: client.merge_team(competition_id, join_code))
 
 
 @team_app.command("show")
