@@ -184,8 +184,8 @@ def web_router() -> APIRouter:
         data = agent_data(session, agent_id)
         if data is None:
             return not_found(request, f"agent {agent_id}")
-        stored = repo.get_agent(session, agent_id)
-        return page(request, "agent.html", title=data["name"], agent=data, playable=not unplayable_reason(stored))
+        playable = not unplayable_reason(repo.get_agent(session, agent_id))
+        return page(request, "agent.html", title=data["name"], agent=data, playable=playable)
 
     @router.get("/play/{agent_id}", response_class=HTMLResponse, include_in_schema=False)
     def play(request: Request, agent_id: int, session: SessionDep) -> HTMLResponse:
