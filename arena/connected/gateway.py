@@ -64,8 +64,6 @@ from arena.snapshots.keys import RedisKeys
 
 log = logging.getLogger(__name__)
 
-IDLE_S = 60.0
-"""A client that sends nothing (not even a ``ping``) for this long is disconnected."""
 HEARTBEAT_S = 2.0
 BLOCK_S = 1.0
 """How long the pump and the events task block in Redis at a time."""
@@ -107,6 +105,8 @@ class Connection:
         text: It asked for text renderings (read by the engine from the presence).
         slots: Its sockets' slots (per user, per address), renewed by its heartbeat.
         limits: Where the slots are counted.
+        idle_s: A client that sends nothing (not even a ``ping``) for this long is disconnected
+            (``ARENA_CONNECTED_IDLE_S``).
     """
 
     websocket: WebSocket
@@ -117,6 +117,7 @@ class Connection:
     text: bool = False
     slots: list[Slot] = field(default_factory=list)
     limits: ConnectionSlots | None = None
+    idle_s: float = 60.0
     conn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     sent: dict[str, _Sent] = field(default_factory=dict)
     errors: int = 0
@@ -236,9 +237,9 @@ class Connection:
         window, frames = int(time.monotonic()), 0
         while True:
             try:
-                message = await asyncio.wait_for(self.websocket.receive(), IDLE_S)
+                message = await asyncio.wait_for(self.websocket.receive(), self.idle_s)
             except TimeoutError:
-                await self.send({"type": "error", "detail": f"nothing received for {IDLE_S:.0f}s; "
+                await self.send({"type": "error", "detail": f"nothing received for {self.idle_s:g}s; "
                                                             "send a 'ping' at least every 20s"})
                 await self.websocket.close(CLOSE_IDLE)
                 return

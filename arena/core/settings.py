@@ -37,6 +37,7 @@ Every field has a default that works on a fresh machine::
     ARENA_CHALLENGES_IN_FLIGHT        2 challenges per user queued or playing at a time
     ARENA_CONNECTED_PER_USER          16 live connected-agent sockets per user (per API process)
     ARENA_CONNECTED_SOCKETS_PER_ADDRESS  64 open agent sockets per client address (per API process)
+    ARENA_CONNECTED_IDLE_S            60 s: a connected client that sends nothing this long is closed (4408)
     (a limit of 0 turns it off; the admin token is never limited)
     ARENA_TRICKLE_MATCHES_PER_S  0 rated matches/s per env once its board has settled (drift checks only)
     ARENA_LADDER_SETTLE       true (false: ladders play flat out forever, the old way)
@@ -158,6 +159,10 @@ class Settings(BaseSettings):
     connected_sockets_per_address: int = Field(
         default=64, ge=1, description="Open agent WebSockets, authenticated or not, per client address "
         "(counted in Redis, across every API process)."
+    )
+    connected_idle_s: float = Field(
+        default=60.0, gt=0.0, le=3600.0, description="Seconds a connected-agent client may send nothing (not "
+        "even a ping) before its socket is closed with 4408 (clients ping every 20 s)."
     )
     probe_auto: bool = Field(
         default=True, description="Queue an exploitability probe for every submitted agent once it is rated."

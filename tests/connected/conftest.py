@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -37,9 +38,15 @@ class Live:
 
 
 @pytest.fixture
-def live(tmp_path: Path, migrated_db_url: str, redis_url: str) -> Iterator[Live]:
+def live_settings() -> dict[str, Any]:
+    """Settings a test changes for its live server (parametrize this name to change them)."""
+    return {}
+
+
+@pytest.fixture
+def live(tmp_path: Path, migrated_db_url: str, redis_url: str, live_settings: dict[str, Any]) -> Iterator[Live]:
     settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=migrated_db_url,
-                        redis_url=redis_url, admin_token=ADMIN_TOKEN, **RAISED_LIMITS)
+                        redis_url=redis_url, admin_token=ADMIN_TOKEN, **RAISED_LIMITS, **live_settings)
     with serving(settings) as (url, services):
         yield Live(url, services)
 

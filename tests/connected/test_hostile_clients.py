@@ -17,7 +17,6 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from agents.catalog import make_policy
-from arena.connected import gateway
 from arena.connected.time_controls import TimeControl
 from arena.engine import MatchEngine
 from arena.engine.plan import plan_matches
@@ -229,9 +228,9 @@ def test_one_connection_per_agent_bad_tokens_and_other_peoples_agents_are_refuse
         assert "protocol 1" in json.loads(ws.recv(timeout=5))["detail"]  # before the hello: JSON
 
 
-def test_silent_clients_are_cut_after_the_idle_limit_and_floods_are_closed(live, agent_and_token, monkeypatch):
+@pytest.mark.parametrize("live_settings", [{"connected_idle_s": 0.5}])  # ARENA_CONNECTED_IDLE_S
+def test_silent_clients_are_cut_after_the_idle_limit_and_floods_are_closed(live, agent_and_token):
     agent, token = agent_and_token
-    monkeypatch.setattr(gateway, "IDLE_S", 0.5)
     ws = open_raw(live, token, agent["id"])
     with pytest.raises(ConnectionClosed) as closed:
         while True:

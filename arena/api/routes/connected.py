@@ -176,7 +176,8 @@ async def _serve(websocket: WebSocket, services: Services, slots: ConnectionSlot
             "time_control": time_control(agent.env_id, human=agent.kind == "human").to_json(),
         }
         connection = Connection(websocket, slots.client, services.pool.keys, agent.id, hello.encoding,
-                                text=hello.text, slots=[address_slot, user_slot], limits=slots)
+                                text=hello.text, slots=[address_slot, user_slot], limits=slots,
+                                idle_s=services.settings.connected_idle_s)
         log.info("agent %d connected", agent.id, extra={"agent_id": agent.id, "user": principal.name})
         await connection.run(welcome)
         log.info("agent %d disconnected after %d answers", agent.id, connection.answered,
