@@ -8,11 +8,11 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import torch
@@ -31,19 +31,6 @@ from tests.client.live import REPO_ROOT, LiveServer
 
 ENV = "tictactoe-v3"
 ADMIN_TOKEN = "end-to-end-admin"
-T = TypeVar("T")
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 90.0, every_s: float = 0.1) -> T:
-    """``probe()``'s first truthy value, polled until ``timeout_s``; fails saying what was awaited."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-        time.sleep(every_s)
 
 
 def entry(seed: int, strong: bool = False) -> tuple[bytes, dict[str, Any]]:

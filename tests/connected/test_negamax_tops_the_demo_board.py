@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -23,7 +22,7 @@ from arena.ladder.recorder import rebuild_ratings
 from arena.storage.db import make_engine, session_factory
 from arena.storage.redis_server import free_port
 from envs.registry import get_spec
-from tests.client.live import popen_taking_ctrl_c
+from tests.client.live import popen_taking_ctrl_c, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
@@ -31,16 +30,9 @@ ROOT = Path(__file__).resolve().parents[2]
 ENV = "connect_four-v3"
 
 
-def wait_for(predicate, what: str, logs: list[Path], timeout: float = 240.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            tails = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in logs)
-            raise AssertionError(f"timed out waiting for {what}\n{tails}")
-        time.sleep(0.25)
+def tails(logs: list[Path]) -> str:
+    """The last lines of each log, for a failure's message."""
+    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in logs)
 
 
 def top_agent(http: httpx.Client) -> int | None:
@@ -67,17 +59,18 @@ def test_a_connected_negamax_takes_first_place_on_the_demo_board(tmp_path):
     connect = None
     http = httpx.Client(base_url=url, timeout=10)  # one client for the polling: httpx.get builds a TLS context each
     try:
-        wait_for(lambda: top_agent(http), "the demo board", logs)
+        wait_for("the demo board", lambda: top_agent(http), 240.0, 0.25, lambda: tails(logs))
         token = http.post("/api/v1/users", json={"name": "searcher"}).json()["token"]
         with connect_log.open("wb") as out:
             connect = popen_taking_ctrl_c(
                 [sys.executable, "-m", "arena.cli", "connect", "examples/connect_four_negamax.py:act", "--env", ENV,
                  "--name", "negamax", "--server", url, "--token", token],
                 env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-        agents = wait_for(lambda: http.get("/api/v1/agents", params={"owner": "searcher"}).json()["data"],
-                          "the agent's registration", logs)
+        agents = wait_for("the agent's registration",
+                          lambda: http.get("/api/v1/agents", params={"owner": "searcher"}).json()["data"],
+                          240.0, 0.25, lambda: tails(logs))
         negamax = agents[0]["id"]
-        wait_for(lambda: top_agent(http) == negamax, "negamax in first place", logs, timeout=420)
+        wait_for("negamax in first place", lambda: top_agent(http) == negamax, 420.0, 0.25, lambda: tails(logs))
         agent = http.get(f"/api/v1/agents/{negamax}").json()
         assert agent["kind"] == "connected" and agent["ratings"][0]["games"] > 0
     finally:
