@@ -5,8 +5,9 @@ against a live server (uvicorn in a thread, as ``arena serve`` serves the app) w
 token, over a database with a played ladder and an uploaded agent. The server must never
 answer 5xx, and every finding must be one of :data:`KNOWN`: a 422 for a rule that an OpenAPI
 schema cannot state (it depends on stored data or on the env, or ties several fields
-together), each named with why. Anything else fails the test: fix the server or say the rule
-in the schema. Bounded (``--max-examples``, a fixed ``--seed``) so it runs in about a minute.
+together), each named with why (or :data:`KNOWN_OTHER`: a retired agent stays readable).
+Anything else fails the test: fix the server or say the rule in the schema. Bounded
+(``--max-examples``, a fixed ``--seed``) so it runs in about a minute.
 
 The last line printed is a JSON line: cases sent, 5xx answers, findings (known and new).
 """
@@ -59,7 +60,13 @@ KNOWN: dict[tuple[str, str], str] = {
     ("POST /api/v1/leagues/{league_id}/results", "ST202"):
         "results are reported against the opponents the league drew (stored agents of its env)",
 }
-"""``(operation, Schemathesis code) -> why``: findings that may stay (all 422 answers)."""
+"""``(operation, Schemathesis code) -> why``: findings that may stay, all answered 422."""
+KNOWN_OTHER: dict[tuple[str, str], tuple[int, str]] = {
+    ("DELETE /api/v1/agents/{agent_id}", "ST301"): (
+        200, "DELETE retires an agent: it stays readable with status retired, as its matches and ratings do (README)"),
+}
+"""Findings that are the API's design, not a rule: ``(operation, code) -> (status answered, why)``.
+The stateful phase finds the retired agent only with some seeds."""
 
 
 def schemathesis_run(url: str, token: str, report_dir: Path) -> list[dict]:
@@ -120,15 +127,15 @@ def test_api_conforms_to_its_schema(services, client, tmp_path):
     finally:
         server.stop()
     cases, server_errors, found = findings(events)
-    known = {key: statuses for key, statuses in found.items() if key in KNOWN}
+    allowed = {key: {status} for key, (status, _) in KNOWN_OTHER.items()} | {key: {422} for key in KNOWN}
     new = {f"{operation} {code}": sorted(map(str, statuses))
-           for (operation, code), statuses in found.items() if (operation, code) not in KNOWN}
-    print(json.dumps({"cases": cases, "5xx": server_errors, "findings": len(found), "known": len(known),
+           for (operation, code), statuses in found.items() if (operation, code) not in allowed}
+    print(json.dumps({"cases": cases, "5xx": server_errors, "findings": len(found), "known": len(found) - len(new),
                       "new": new, "checks": Counter(code for _, code in found)}))
     assert cases >= 1000, "Schemathesis sent too few requests: did it reach the server?"
     assert server_errors == 0
     assert not new, f"Schemathesis findings beyond the known ones: {new}"
-    assert all(statuses == {422} for statuses in known.values()), known
+    assert all(statuses <= allowed[key] for key, statuses in found.items() if key in allowed), found
 
 
 def test_a_405_allows_every_method_of_its_path(client):
