@@ -17,17 +17,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from arena.api import browser
+from arena.api.schemas import MAX_ID
 from arena.api.state import ApiState
 from arena.core.errors import Forbidden, NotAuthenticated
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
 
 _NOT_IN_KEYS = re.compile(r"[^A-Za-z0-9_.:+-]")
+
+AgentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")]
+CompetitionIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Competition id.")]
+LeagueIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="League id.")]
+TournamentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Tournament id.")]
+"""The id path parameters, one definition each for every route that takes one (ids are 32-bit columns)."""
 
 # Longest token looked up: ours are 43 characters; anything much longer is not one.
 MAX_TOKEN_CHARS = 512

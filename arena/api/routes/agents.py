@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from arena.api.deps import Principal, ServicesDep, SessionDep, StateDep, WriterDep, optional_user
+from arena.api.deps import AgentIdPath, Principal, ServicesDep, SessionDep, StateDep, WriterDep, optional_user
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, AgentPublic, AgentsPublic, AgentUpdate, HistoryPublic
 from arena.api.state import ApiState
@@ -26,7 +26,6 @@ from envs.registry import get_spec, list_envs
 router = APIRouter(tags=["agents"])
 # ``{agent_id:int}``: only digits reach these routes, so a path beside them (``/agents/connected``)
 # answers another method with 405 and its Allow header, not a 422 about the id.
-AgentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")]
 CallerDep = Annotated[Principal | None, Depends(optional_user)]
 
 UPLOAD_SCHEMA = {

@@ -5,14 +5,14 @@ The admin's side - near-duplicates of different owners - is part of ``GET /admin
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from arena.api.deps import SessionDep, StateDep
+from arena.api.deps import AgentIdPath, SessionDep, StateDep
 from arena.api.errors import error_responses
-from arena.api.schemas import MAX_ID, FamilyPublic
+from arena.api.schemas import FamilyPublic
 from arena.read.clones import family_data
 from arena.storage.db import repositories as repo
 from envs.errors import UnknownAgent
@@ -26,7 +26,7 @@ router = APIRouter(tags=["agents"])
                      "(`status` pending): the family so far; ask again later."}, **error_responses(404, 422)},
 )
 def family(
-    agent_id: Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")],
+    agent_id: AgentIdPath,
     session: SessionDep,
     state: StateDep,
 ) -> Any:

@@ -36,7 +36,16 @@ from arena.api.competition_schemas import (
     TeamPublic,
     TeamsPublic,
 )
-from arena.api.deps import Principal, ServicesDep, SessionDep, StateDep, UserDep, WriterDep, optional_user
+from arena.api.deps import (
+    CompetitionIdPath,
+    Principal,
+    ServicesDep,
+    SessionDep,
+    StateDep,
+    UserDep,
+    WriterDep,
+    optional_user,
+)
 from arena.api.errors import error_responses
 from arena.api.routes.agents import UPLOAD_SCHEMA, receive_agent
 from arena.api.routes.envs import MATCH_LOG_ROWS, match_log_file, match_log_responses
@@ -55,7 +64,6 @@ from envs.registry import get_spec
 from league.competitions.certification import FINAL_RATING_ENV
 
 router = APIRouter(tags=["competitions"])
-CompetitionIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Competition id.")]
 CallerDep = Annotated[Principal | None, Depends(optional_user)]
 
 

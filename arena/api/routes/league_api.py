@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import numpy as np
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from arena.api.deps import Principal, ServicesDep, SessionDep, StateDep, UserDep, WriterDep
+from arena.api.deps import LeagueIdPath, Principal, ServicesDep, SessionDep, StateDep, UserDep, WriterDep
 from arena.api.errors import error_responses
 from arena.api.league_schemas import (
     LeagueCreate,
@@ -27,7 +27,7 @@ from arena.api.league_schemas import (
     ResultsCreate,
     ResultsPublic,
 )
-from arena.api.schemas import MAX_ID, AgentPublic
+from arena.api.schemas import AgentPublic
 from arena.api.upload import read_form
 from arena.core.errors import Conflict, Forbidden, InvalidParameter
 from arena.ladder.registration import register_env
@@ -48,7 +48,6 @@ from league.scheduling.outside_draws import Candidate, sample_draws
 from league.scheduling.roles import RoleConfig
 
 router = APIRouter(tags=["league api"])
-LeagueIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="League id.")]
 BOARD_SCAN = 256
 """Neural agents of the board looked at for the ``board_top`` downloadable ones."""
 

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, HTTPException, Path
+from fastapi import APIRouter, HTTPException
 
-from arena.api.deps import SessionDep
+from arena.api.deps import LeagueIdPath, SessionDep
 from arena.api.errors import error_responses
-from arena.api.schemas import MAX_ID, LeagueTimelinePublic
+from arena.api.schemas import LeagueTimelinePublic
 from arena.read.leagues import league_page_data
 
 router = APIRouter(tags=["leagues"])
-LeagueIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="League id.")]
 TIMELINE_KEYS = ("id", "name", "env_id", "phases", "roles", "rows", "firsts")
 
 

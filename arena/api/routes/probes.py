@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Path, Query, Response
+from fastapi import APIRouter, Body, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from arena.api.deps import ServicesDep, SessionDep, WriterDep
+from arena.api.deps import AgentIdPath, ServicesDep, SessionDep, WriterDep
 from arena.api.errors import error_responses
-from arena.api.schemas import MAX_ID, ProbeCreate, ProbePublic, ProbesPublic
+from arena.api.schemas import ProbeCreate, ProbePublic, ProbesPublic
 from arena.core.errors import Forbidden
 from arena.evaluation.probes import queue_probe
 from arena.read.evaluation import probe_public
@@ -17,7 +17,6 @@ from arena.storage.db import repositories as repo
 from envs.errors import UnknownAgent
 
 router = APIRouter(tags=["probes"])
-AgentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Agent id.")]
 
 
 @router.post(

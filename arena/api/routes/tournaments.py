@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Query
 
-from arena.api.deps import Principal, ServicesDep, SessionDep, WriterDep, optional_user
+from arena.api.deps import Principal, ServicesDep, SessionDep, TournamentIdPath, WriterDep, optional_user
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID
 from arena.api.tournament_schemas import TournamentCreate, TournamentPublic, TournamentsPublic, TournamentSummary
@@ -21,7 +21,6 @@ from arena.competitions import tournaments as tours
 from arena.competitions.tournament_games import advance
 
 router = APIRouter(tags=["tournaments"])
-TournamentIdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Tournament id.")]
 CallerDep = Annotated[Principal | None, Depends(optional_user)]
 
 
