@@ -124,17 +124,16 @@ def _say_where_auth_is_optional(app: FastAPI) -> None:
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = generate()
-            for route in iter_route_contexts(app.routes):  # also those of included routers
-                dependant = getattr(route, "dependant", None)
-                if dependant is None or _needs_token(dependant):
-                    continue
-                for method in route.methods or ():
-                    operation = schema["paths"].get(route.path_format, {}).get(method.lower(), {})
-                    if operation.get("security") and {} not in operation["security"]:
-                        operation["security"].append({})
-        return app.openapi_schema
+        schema = generate()  # cached by FastAPI (made again when routes change): the marks below are idempotent
+        for route in iter_route_contexts(app.routes):  # also those of included routers
+            dependant = getattr(route, "dependant", None)
+            if dependant is None or _needs_token(dependant):
+                continue
+            for method in route.methods or ():
+                operation = schema["paths"].get(route.path_format, {}).get(method.lower(), {})
+                if operation.get("security") and {} not in operation["security"]:
+                    operation["security"].append({})
+        return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
 
