@@ -23,9 +23,9 @@ from arena.storage.db import repositories as repo
 from envs.errors import UnknownAgent
 from envs.registry import get_spec, list_envs
 
+# Routes at ``/agents/{agent_id:int}``: only digits reach them, so a path beside them
+# (``/agents/connected``) answers another method with 405 and its Allow header, not a 422 about the id.
 router = APIRouter(tags=["agents"])
-# ``{agent_id:int}``: only digits reach these routes, so a path beside them (``/agents/connected``)
-# answers another method with 405 and its Allow header, not a 422 about the id.
 CallerDep = Annotated[Principal | None, Depends(optional_user)]
 
 UPLOAD_SCHEMA = {
