@@ -34,11 +34,22 @@ order), ``hider_mu`` / ``seeker_mu``, ``config`` (sizes, ``rewards``: ``team`` o
 default on CPUs, 409,600 with the GPU preset's 2,048 envs). With ``--ablation`` the
 honest run's keys, plus ``ablation.shaped``: the shaped run's.
 
+Before training (and alone with ``--core-only``) it measures the host v1 cores, pinned to
+one CPU (as ``taskset -c 0``): ``core_steps_per_s`` (env steps per second of the compiled
+core, :class:`envs.hide_and_seek.compiled_v1.CompiledHideAndSeekV1Core`, the trainer's and
+the service's), ``baseline_core_steps_per_s`` (the numpy core's,
+:class:`envs.hide_and_seek.core_v1.HideAndSeekV1Core`) and ``core_speedup`` (their ratio):
+``core_batch`` (128) standard quadrant episodes played to their end with random legal
+actions and reset together, as the trainer does; only ``reset`` and ``step`` are timed
+(``--core-seconds`` each, after a warm-up that also compiles). Measured (commit of issue
+30, one core of the 2-core machine, the other busy): see docs/leagues.md, "The v1 core".
+
     nice python benchmarks/hide_and_seek.py --minutes 60 --data-dir runs/hs-honest   # the headline
     nice python benchmarks/hide_and_seek.py --minutes 60 --critic local   # critics on each agent's own view
     nice python benchmarks/hide_and_seek.py --ablation --minutes 60   # honest, then shaped: two hours
     python benchmarks/hide_and_seek.py --smoke   # seconds, tiny sizes: checks that it runs (the suite's)
     python benchmarks/hide_and_seek.py --scripted   # no training: is ramp defense feasible at all?
+    python benchmarks/hide_and_seek.py --core-only   # the v1 cores' speed alone (seconds)
 
 ``--scripted`` trains nothing: planned hider teams (:mod:`agents.hide_and_seek.feasibility`:
 one hider builds the fort while the other defends the ramp, each plan searched exactly
@@ -145,6 +156,50 @@ def row(s: GenerationSummary) -> str:
             f"{r.get('ramp_use', 0):9.3f} {r.get('ramp_defense', 0):13.3f} {s.hider_mu:8.2f} {s.seeker_mu:9.2f}"
             f" {s.door_block_rate:10.3f} {s.curriculum:5.2f}/{s.ramp_curriculum:4.2f}"
             + ("" if s.ramp_stage_defense is None else f" {s.ramp_reach:5.2f} {s.ramp_stage_defense:11.3f}"))
+
+
+def _core_rate(backend: str, n_envs: int, seconds: float, seed: int) -> float:
+    """Env steps per second of ``reset`` + ``step`` of one host v1 core (see the module docstring)."""
+    import numpy as np
+
+    from envs.hide_and_seek.compiled_v1 import v1_core
+
+    core = v1_core(n_envs, backend=backend)
+    rng = np.random.default_rng(seed)
+    _, masks = core.reset(rng.integers(0, 2**31, size=n_envs))  # warm-up (compiles the kernels once)
+    core.step((rng.random(masks.shape) * masks).argmax(-1))
+    spent, steps = 0.0, 0
+    while spent < seconds or steps == 0:
+        seeds = rng.integers(0, 2**31, size=n_envs)
+        start = time.perf_counter()
+        _, masks = core.reset(seeds)
+        spent += time.perf_counter() - start
+        for _ in range(core.max_steps):
+            actions = (rng.random(masks.shape) * masks).argmax(-1)
+            start = time.perf_counter()
+            _, _, _, masks = core.step(actions)
+            spent += time.perf_counter() - start
+            steps += n_envs
+    return steps / spent
+
+
+def core_speed(n_envs: int = 128, seconds: float = 10.0, seed: int = 0) -> dict:
+    """The compiled v1 core against the numpy one on one CPU: ``core_steps_per_s``,
+    ``baseline_core_steps_per_s``, ``core_speedup`` (and ``core_batch``, ``core_cpu``)."""
+    import os
+
+    cpus = os.sched_getaffinity(0)
+    cpu = min(cpus)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        baseline = _core_rate("numpy", n_envs, seconds, seed)
+        fast = _core_rate("compiled", n_envs, seconds, seed)
+    finally:
+        os.sched_setaffinity(0, cpus)
+    print(f"hide_and_seek-v1 host cores, {n_envs} envs, one CPU ({cpu}): numpy {baseline:,.0f} env steps/s, "
+          f"compiled {fast:,.0f} env steps/s: {fast / baseline:.1f}x")
+    return {"core_steps_per_s": round(fast, 1), "baseline_core_steps_per_s": round(baseline, 1),
+            "core_speedup": round(fast / baseline, 2), "core_batch": n_envs, "core_cpu": cpu}
 
 
 def scripted(layouts: int, seed: int) -> dict:
@@ -309,9 +364,18 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--scripted", action="store_true",
                    help="no training: planned hider teams measure whether fort and ramp defense fit in preparation")
     p.add_argument("--layouts", type=int, default=1000, help="--scripted: standard layouts (seeds from --seed)")
+    p.add_argument("--core-only", action="store_true",
+                   help="no training: only the v1 cores' speed (compiled against numpy, one CPU)")
+    p.add_argument("--core-seconds", type=float, default=10.0, help="timed seconds of each core (default 10)")
     args = p.parse_args(argv)
     if args.scripted:
         return scripted(6 if args.smoke else args.layouts, args.seed)
+    core_seconds = 0.3 if args.smoke else args.core_seconds
+    if args.core_only:
+        core = core_speed(seconds=core_seconds, seed=args.seed)
+        print(json.dumps(core))
+        return core
+    core = core_speed(seconds=core_seconds, seed=args.seed)
     if args.smoke:
         args.minutes, args.num_envs, args.minibatches, args.epochs, args.device, args.threads = \
             0.15, 16, 4, 1, "cpu", 1
@@ -332,7 +396,7 @@ def main(argv: list[str] | None = None) -> dict:
             for shaped in runs:
                 results.append(train_run(args, pool, data_dir, shaped, minutes)[0])
     final_table(results)
-    result = results[0]
+    result = {**results[0], **core}
     if len(results) > 1:
         result["ablation"] = {"shaped": results[1]}
     print(json.dumps(result))

@@ -53,7 +53,8 @@ saw a hider from a ramp that it could not have seen from the ground) and
 the room). A replayed match's final infos therefore say which phases happened in it.
 
 The dynamics live in :class:`envs.hide_and_seek.core_v1.HideAndSeekV1Core`; this env
-wraps a core of one episode.
+wraps a core of one episode, its compiled twin
+(:class:`envs.hide_and_seek.compiled_v1.CompiledHideAndSeekV1Core`, equal step for step).
 
 Version history:
     v1: initial release (grid 9, quadrant layout, 2 hiders, 2 seekers, 2 boxes, 1 ramp,
@@ -68,6 +69,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from envs.hide_and_seek.compiled_v1 import CompiledHideAndSeekV1Core
 from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.env import COLORS, HideAndSeekEnv
@@ -88,7 +90,7 @@ class HideAndSeekV1Env(HideAndSeekEnv):
     """
 
     metadata: ClassVar[dict[str, Any]] = {**HideAndSeekEnv.metadata, "name": "hide_and_seek_v1"}
-    core_type = HideAndSeekV1Core
+    core_type = CompiledHideAndSeekV1Core
     core: HideAndSeekV1Core
 
     def reset(self, seed: int | None = None, options: dict | None = None):

@@ -68,9 +68,9 @@ from agents.neural import resolve_device
 from agents.trainers.hide_and_seek.episodes import DeviceEpisodes, HostEpisodes
 from agents.trainers.hide_and_seek.shaping import Shaping
 from agents.trainers.ppo_core import PPOSettings, Rollout, masked_logits, masked_sample, ppo_update
+from envs.hide_and_seek.compiled_v1 import v1_core
 from envs.hide_and_seek.config import HideAndSeekConfig, HideAndSeekV1Config
 from envs.hide_and_seek.core import HideAndSeekCore
-from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.device.core import TorchHideAndSeekCore
 from envs.hide_and_seek.device.core_v1 import TorchHideAndSeekV1Core
 from envs.hide_and_seek.rules import NUM_ACTIONS, ROLES
@@ -189,7 +189,7 @@ def make_core(
     v1 = isinstance(config, HideAndSeekV1Config)
     if device is not None:
         return (TorchHideAndSeekV1Core if v1 else TorchHideAndSeekCore)(n, config, device=device)
-    return (HideAndSeekV1Core if v1 else HideAndSeekCore)(n, config)
+    return v1_core(n, config) if v1 else HideAndSeekCore(n, config)
 
 
 def team_rewards(rewards: np.ndarray) -> np.ndarray:
