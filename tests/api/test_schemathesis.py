@@ -82,7 +82,8 @@ def schemathesis_run(url: str, token: str, report_dir: Path) -> list[dict]:
                "-H", f"Authorization: Bearer {token}", "--checks", "all", "--workers", "1",
                "--max-examples", str(MAX_EXAMPLES), "--seed", str(SEED), "--suppress-health-check", "all",
                "--report", "ndjson", "--report-dir", str(report_dir), "--no-color"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    report_dir.mkdir(parents=True, exist_ok=True)  # also its working directory: its example database stays there
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, cwd=report_dir)
     reports = sorted(report_dir.glob("*.ndjson"))
     assert reports, done.stdout[-3000:] + done.stderr[-3000:]
     return [json.loads(line) for line in reports[0].read_text().splitlines()]
