@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 
 import redis
 
+from arena.core.loop import ServiceLoop
 from arena.evaluation.fingerprint_positions import fingerprint_positions
 from arena.evaluation.fingerprints import Fingerprinted, FingerprintStore
 
@@ -27,18 +27,19 @@ POP_TIMEOUT_S = 1.0
 """How long one wait for a job blocks (the thread notices a stop between waits)."""
 
 
-class FingerprintWorker:
+class FingerprintWorker(ServiceLoop):
     """Computes queued fingerprints on a thread of its own (or one at a time: :meth:`run_one`).
 
     Args:
         store: Where fingerprints are read and stored.
     """
 
+    thread_name = "arena-fingerprints"
+
     def __init__(self, store: FingerprintStore) -> None:
+        super().__init__()
         self.store = store
         self.done = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def run_one(self, timeout_s: float = POP_TIMEOUT_S) -> Fingerprinted | None:
         """Pop one job (waiting up to ``timeout_s``; 0: do not wait) and do it; ``None``: no job."""
@@ -71,22 +72,13 @@ class FingerprintWorker:
             n += 1
         return n
 
-    def run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.run_one()
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
-                log.warning("fingerprint worker: redis unreachable (%s); retrying", exc)
-                self._stop.wait(2.0)
-            except Exception:
-                log.exception("fingerprint job failed; going on")
-
-    def start(self) -> FingerprintWorker:
-        self._thread = threading.Thread(target=self.run, name="arena-fingerprints", daemon=True)
-        self._thread.start()
-        return self
+    def cycle(self) -> float:
+        try:
+            self.run_one()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.warning("fingerprint worker: redis unreachable (%s); retrying", exc)
+            return 2.0
+        return 0.0
 
     def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self.stop_loop(timeout)

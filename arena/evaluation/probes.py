@@ -47,6 +47,7 @@ from sqlalchemy.orm import Session
 
 from arena.core.agent_status import AgentStatus
 from arena.core.errors import InvalidParameter, TooManyRequests
+from arena.core.loop import ServiceLoop
 from arena.core.settings import Settings
 from arena.evaluation.probe_backends import ProbeBackend, ProbeEvent, make_backend
 from arena.evaluation.probe_worker import ProbeJob
@@ -160,7 +161,7 @@ def in_turn(queued: list[repo.ProbeInfo], last_started: Mapping[str, datetime | 
 
 
 @dataclass
-class ProbeService:
+class ProbeService(ServiceLoop):
     """Runs queued probes in the background, at most ``settings.probe_concurrency`` at once.
 
     Attributes:
@@ -175,6 +176,8 @@ class ProbeService:
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _progress_at: dict[int, float] = field(default_factory=dict, repr=False)
+
+    thread_name = "arena-probes"
 
     def __post_init__(self) -> None:
         if self.backend is None:
@@ -268,25 +271,13 @@ class ProbeService:
             self.auto_queue()
         self.start_queued()
 
-    def run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.step()
-            except Exception:
-                log.exception("probe round failed; retrying")
-                self._stop.wait(2.0)
-            self._stop.wait(self.poll_s)
-
-    def start(self) -> ProbeService:
-        self._thread = threading.Thread(target=self.run, name="arena-probes", daemon=True)
-        self._thread.start()
-        return self
+    def cycle(self) -> float:
+        self.step()
+        return self.poll_s
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the loop and the running probes (they are queued again for the next start)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self.stop_loop(timeout)
         self.backend.stop()
         self.services.sessions.write_transaction(
             repo.requeue_running_probes, what="queueing interrupted probes again", idempotent=True)

@@ -46,7 +46,6 @@ One loop, on its own thread:
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -57,6 +56,7 @@ from agents.catalog import make_policy
 from arena.competitions.season import CompetitionBoards
 from arena.competitions.tournament_games import TournamentGames
 from arena.core.agent_status import ACTIVE, AgentStatus
+from arena.core.loop import ServiceLoop
 from arena.core.metrics import observe_worker_stats, set_matches_queued, set_queue_depth
 from arena.core.settings import Settings
 from arena.engine import MatchEngine
@@ -137,8 +137,10 @@ class ServiceConfig:
                       "replay_retention_days": settings.replay_retention_days, **overrides})
 
 
-class BackgroundService:
+class BackgroundService(ServiceLoop):
     """Validates submissions and runs the ladders until stopped."""
+
+    thread_name = "arena-service"
 
     def __init__(self, services: Services, runner: MatchRunner, config: ServiceConfig | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -158,11 +160,10 @@ class BackgroundService:
         self.broker = services.connected_policies().broker
         self.fingerprints = FingerprintWorker(FingerprintStore(services.pool, services.redis, services.pool.keys,
                                                                max_bytes=services.settings.max_upload_bytes))
-        self._stop = threading.Event()
+        super().__init__()
         self.competitions = CompetitionBoards(services, runner, self.pacer, batch_size=self.config.batch_size,
                                               stop=self._stop.is_set, clock=clock, lane=self.lane,
                                               online=self._online)
-        self._thread: threading.Thread | None = None
         self._resumed = False  # the validations a dead service left are taken up once
         self.rounds = 0
         self._sampled_at = float("-inf")
@@ -341,18 +342,11 @@ class BackgroundService:
         self.rounds += 1
         return played
 
-    def run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                if self.step() == 0:
-                    self._stop.wait(self.config.idle_sleep_s)
-            except Exception:
-                log.exception("service round failed; retrying")
-                self._stop.wait(2.0)
+    def cycle(self) -> float:
+        return self.config.idle_sleep_s if self.step() == 0 else 0.0
 
     def start(self) -> BackgroundService:
-        self._thread = threading.Thread(target=self.run, name="arena-service", daemon=True)
-        self._thread.start()
+        super().start()
         self.people.start()
         self.challenges.start()
         self.tournament_games.start()
@@ -360,9 +354,7 @@ class BackgroundService:
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self.stop_loop(timeout)
         self.people.stop()
         self.challenges.stop()
         self.tournament_games.stop()

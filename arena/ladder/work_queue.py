@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import redis
 
+from arena.core.loop import ServiceLoop
 from envs.errors import ArenaError, ServiceUnavailable
 
 log = logging.getLogger(__name__)
@@ -218,7 +219,7 @@ class WorkQueue:
         return [self.record(item_id), self.queue, self.open_set]
 
 
-class QueueWorker:
+class QueueWorker(ServiceLoop):
     """A small thread that claims items of a :class:`WorkQueue` and plays them, at most
     ``capacity`` at once; subclasses say how to play one (:meth:`begin`) and what to do
     once it is done or failed (:meth:`ended`).
@@ -232,18 +233,19 @@ class QueueWorker:
         sweep_s: How often stale items are queued again (and once at the start).
     """
 
+    retry_s = 1.0
+
     def __init__(self, queue: WorkQueue, capacity: int, name: str, *, poll_s: float = 0.5,
                  heartbeat_s: float = HEARTBEAT_S, sweep_s: float = SWEEP_S) -> None:
+        super().__init__()
         self.queue = queue
         self.capacity = capacity
-        self.name = name
+        self.name = self.thread_name = name
         self.poll_s = poll_s
         self.heartbeat_s = heartbeat_s
         self.sweep_s = sweep_s
         self._playing: dict[str, str] = {}  # item id -> our owner token
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._touched = self._swept = float("-inf")
 
     # -- what a kind of work says ------------------------------------------------------
@@ -267,16 +269,9 @@ class QueueWorker:
         return f"its service stopped while playing it {self.queue.max_attempts} times; ask again"
 
     # -- the thread --------------------------------------------------------------------
-    def start(self) -> QueueWorker:
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
-        return self
-
     def stop(self, timeout: float = 5.0) -> None:
         """Stop claiming; what is still playing is marked stale, so the next worker plays it at once."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self.stop_loop(timeout)
         with self._lock:
             playing = dict(self._playing)
         try:
@@ -285,14 +280,8 @@ class QueueWorker:
         except redis.RedisError as exc:
             log.warning("could not mark the %s items still playing as stale (%s); they go stale", self.name, exc)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                if self.step(self.poll_s) is None and self.full():
-                    self._stop.wait(self.poll_s)
-            except Exception:
-                log.exception("%s round failed; going on", self.name)
-                self._stop.wait(1.0)
+    def cycle(self) -> float:
+        return self.poll_s if self.step(self.poll_s) is None and self.full() else 0.0
 
     def full(self) -> bool:
         with self._lock:
