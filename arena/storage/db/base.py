@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Integer, MetaData, func
+from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Float, ForeignKey, Integer, MetaData, String, func
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
@@ -81,3 +81,20 @@ class Base(DeclarativeBase):
         list[Any]: JSON(),
         datetime: UTCDateTime(),
     }
+
+
+class RatingColumns:
+    """What a rating row holds beside its keys (``ratings`` and ``board_ratings``): the
+    env, TrueSkill's ``mu`` and ``sigma``, ``conservative`` = mu - 3 sigma (stored so a
+    board is an index range scan), and the record behind them."""
+
+    role: Mapped[str] = mapped_column(String(32), primary_key=True)
+    env_id: Mapped[str] = mapped_column(ForeignKey("envs.id"))
+    mu: Mapped[float] = mapped_column(Float())
+    sigma: Mapped[float] = mapped_column(Float())
+    conservative: Mapped[float] = mapped_column(Float())
+    games: Mapped[int] = mapped_column(default=0, server_default="0")
+    wins: Mapped[int] = mapped_column(default=0, server_default="0")
+    draws: Mapped[int] = mapped_column(default=0, server_default="0")
+    losses: Mapped[int] = mapped_column(default=0, server_default="0")
+    last_match_seq: Mapped[int | None] = mapped_column(BigInteger())

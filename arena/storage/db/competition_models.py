@@ -32,7 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from arena.storage.db.base import Base, UTCDateTime, created_at_column, one_of, utcnow
+from arena.storage.db.base import Base, RatingColumns, UTCDateTime, created_at_column, one_of, utcnow
 
 COMPETITION_STATES = ("draft", "open", "final", "finished")
 SUBMISSION_PATHS = ("weights", "onnx", "connected")
@@ -175,7 +175,7 @@ class ReferenceAgent(Base):
     agent_id: Mapped[int] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True)
 
 
-class BoardRating(Base):
+class BoardRating(RatingColumns, Base):
     """An agent's current rating in one role on a board other than its env's ladder (derived
     from the matches whose ``board`` is ``board``)."""
 
@@ -187,13 +187,3 @@ class BoardRating(Base):
     board: Mapped[str] = mapped_column(BOARD_KEY, primary_key=True)
     agent_id: Mapped[int] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True,
                                           autoincrement=False)
-    role: Mapped[str] = mapped_column(String(32), primary_key=True)
-    env_id: Mapped[str] = mapped_column(ForeignKey("envs.id"))
-    mu: Mapped[float] = mapped_column(Float())
-    sigma: Mapped[float] = mapped_column(Float())
-    conservative: Mapped[float] = mapped_column(Float())
-    games: Mapped[int] = mapped_column(default=0, server_default="0")
-    wins: Mapped[int] = mapped_column(default=0, server_default="0")
-    draws: Mapped[int] = mapped_column(default=0, server_default="0")
-    losses: Mapped[int] = mapped_column(default=0, server_default="0")
-    last_match_seq: Mapped[int | None] = mapped_column(BigInteger())

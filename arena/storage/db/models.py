@@ -33,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from arena.core.agent_status import AgentStatus
-from arena.storage.db.base import Base, BigSerial, UTCDateTime, created_at_column, one_of, utcnow
+from arena.storage.db.base import Base, BigSerial, RatingColumns, UTCDateTime, created_at_column, one_of, utcnow
 
 AGENT_KINDS = ("builtin", "neural", "connected", "human")
 AGENT_STATUSES = tuple(s.value for s in AgentStatus)
@@ -203,24 +203,13 @@ class MatchParticipant(Base):
     result: Mapped[str] = mapped_column(String(1))
 
 
-class AgentRating(Base):
+class AgentRating(RatingColumns, Base):
     """An agent's current rating in one role (derived from the match log)."""
 
     __tablename__ = "ratings"
     agent_id: Mapped[int] = mapped_column(
         ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
     )
-    role: Mapped[str] = mapped_column(String(32), primary_key=True)
-    env_id: Mapped[str] = mapped_column(ForeignKey("envs.id"))
-    mu: Mapped[float] = mapped_column(Float())
-    sigma: Mapped[float] = mapped_column(Float())
-    # mu - 3 sigma, stored so the leaderboard is an index range scan.
-    conservative: Mapped[float] = mapped_column(Float())
-    games: Mapped[int] = mapped_column(default=0, server_default="0")
-    wins: Mapped[int] = mapped_column(default=0, server_default="0")
-    draws: Mapped[int] = mapped_column(default=0, server_default="0")
-    losses: Mapped[int] = mapped_column(default=0, server_default="0")
-    last_match_seq: Mapped[int | None] = mapped_column(BigInteger())
 
 
 class RatingEvent(Base):
