@@ -29,7 +29,7 @@ from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.curriculum import drawn_share
 from envs.hide_and_seek.layouts import Layout
-from envs.hide_and_seek.layouts_v1 import place_ramp_stage
+from envs.hide_and_seek.layouts_v1 import place_ramp_stage, quadrant_room
 from envs.hide_and_seek.rules import MOVES, NUM_ACTIONS, UNLOCKED
 
 BACKENDS = ("compiled", "numpy")
@@ -80,9 +80,7 @@ class QuadrantDraws:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        m = size // 2
-        self.bottom = [(m, c) for c in range(1, m)]
-        self.side = [(r, m) for r in range(1, m)]
+        _, _, self.bottom, self.side = quadrant_room(size)
         self.rooms: dict[tuple, QuadrantRoom] = {}
         self.walls = np.zeros((0, size, size), dtype=bool)
         self.room = np.zeros((0, size, size), dtype=bool)
@@ -90,20 +88,14 @@ class QuadrantDraws:
 
     def _room(self, key: tuple) -> QuadrantRoom:
         one_door, draws = key[0], key[1:]
-        size, m = self.size, self.size // 2
-        walls = np.zeros((size, size), dtype=bool)
-        walls[0, :] = walls[-1, :] = walls[:, 0] = walls[:, -1] = True
-        walls[m, : m + 1] = True
-        walls[: m + 1, m] = True
-        room = np.zeros_like(walls)
-        room[1:m, 1:m] = True
+        walls, room, _, _ = quadrant_room(self.size)
         walls, room, doors = grid.open_doors(_Replay(draws), walls, room, self.bottom, self.side, one_door)
         near = grid.near_doors(walls.shape, doors)
         distinct = doors[:1] if (doors[0] == doors[1]).all() else doors
         by_door = []
         for door in distinct:
             by = door + MOVES
-            by = by[((by >= 0) & (by < size)).all(-1)]
+            by = by[((by >= 0) & (by < self.size)).all(-1)]
             by_door.append(by[room[by[:, 0], by[:, 1]]][0])
         parts = [np.ascontiguousarray(walls), np.ascontiguousarray(room), doors.astype(np.int64),
                  np.flatnonzero(room & ~near), np.flatnonzero(~room & ~walls & ~near),

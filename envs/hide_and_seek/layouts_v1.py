@@ -44,6 +44,20 @@ class LayoutV1(Layout):
     room: np.ndarray
 
 
+def quadrant_room(size: int) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]], list[tuple[int, int]]]:
+    """The quadrant's closed room before its doors: ``(walls, room, bottom, side)``, the
+    border and the room's two inner walls, its cells, and the wall cells a door may open on
+    its bottom and on its side."""
+    m = size // 2
+    walls = np.zeros((size, size), dtype=bool)
+    walls[0, :] = walls[-1, :] = walls[:, 0] = walls[:, -1] = True
+    walls[m, : m + 1] = True
+    walls[: m + 1, m] = True
+    room = np.zeros_like(walls)
+    room[1:m, 1:m] = True
+    return walls, room, [(m, c) for c in range(1, m)], [(r, m) for r in range(1, m)]
+
+
 def quadrant_layout(
     size: int, n_hiders: int, n_seekers: int, n_boxes: int, n_ramps: int, seed: int,
     n_doors: int | None = None, box_by_door: bool = False, ramp_by_door: bool = False,
@@ -62,15 +76,7 @@ def quadrant_layout(
             from locking it, two steps from coming back in); 1 is the standard draw.
     """
     rng = np.random.default_rng(seed)
-    m = size // 2
-    walls = np.zeros((size, size), dtype=bool)
-    walls[0, :] = walls[-1, :] = walls[:, 0] = walls[:, -1] = True
-    walls[m, : m + 1] = True
-    walls[: m + 1, m] = True
-    room = np.zeros_like(walls)
-    room[1:m, 1:m] = True
-    bottom = [(m, c) for c in range(1, m)]
-    side = [(r, m) for r in range(1, m)]
+    walls, room, bottom, side = quadrant_room(size)
     one_door = rng.integers(2) == 0 if n_doors is None else n_doors == 1
     walls, room, doors = grid.open_doors(rng, walls, room, bottom, side, bool(one_door))
     near = grid.near_doors(walls.shape, doors)
