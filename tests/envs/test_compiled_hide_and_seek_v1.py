@@ -22,7 +22,7 @@ from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.env_v1 import HideAndSeekV1Env
 from envs.hide_and_seek.layouts import Layout
 from envs.hide_and_seek.layouts_v1 import parse_layout, quadrant_layout
-from envs.hide_and_seek.rules import PHASES
+from tests.envs.hide_and_seek_diff import compare_v1_state
 
 STATE = ("walls", "doors", "room", "agent_pos", "box_pos", "box_lock", "box_holder", "holding", "agent_at", "box_at",
          "t", "seen", "vaulted", "seen_steps", "ramp_used", "_prep_doors", "_prep_ramps", "_ground_vis", "_last_vis")
@@ -37,15 +37,7 @@ def same(what: str, expected: np.ndarray, got: np.ndarray, step: int) -> None:
 
 
 def compare(ref: HideAndSeekV1Core, core: CompiledHideAndSeekV1Core, step: int) -> None:
-    for name in STATE:
-        same(name, getattr(ref, name), getattr(core, name), step)
-    same("critic state", ref.critic_state(), core.critic_state(), step)
-    ref_phases, phases = ref.phases(), core.phases()
-    for name in PHASES:
-        same(f"phase {name}", ref_phases[name], phases[name], step)
-    for locked in (False, True):
-        same(f"door status {locked}", ref.door_block_status(locked), core.door_block_status(locked), step)
-    same("fort potential", ref.fort_potential(), core.fort_potential(), step)
+    compare_v1_state(ref, core, step, same, STATE)
 
 
 def random_actions(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:

@@ -21,8 +21,8 @@ from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.device.core_v1 import TorchHideAndSeekV1Core
 from envs.hide_and_seek.layouts_v1 import parse_layout
-from envs.hide_and_seek.rules import PHASES
 from tests.device_params import DEVICES, one_torch_thread  # noqa: F401 - a fixture
+from tests.envs.hide_and_seek_diff import compare_v1_state
 from tests.envs.test_device_hide_and_seek import STATE, assert_same, episodes, random_actions, reset_both
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -44,16 +44,7 @@ def run_differential(n: int, seed: int, device: str, **kwargs) -> dict[str, int]
         got = core.step(torch.as_tensor(actions, device=device))
         for what, x, y in zip(("observations", "rewards", "dones", "masks"), expected, got, strict=True):
             assert_same(what, x, y, step)
-        for name in STATE_V1:
-            assert_same(name, getattr(ref, name), getattr(core, name), step)
-        assert_same("critic state", ref.critic_state(), core.critic_state(), step)
-        ref_phases, phases = ref.phases(), core.phases()
-        for name in PHASES:
-            assert_same(f"phase {name}", ref_phases[name], phases[name], step)
-        for locked in (False, True):
-            assert_same(f"door status {locked}", ref.door_block_status(locked),
-                        core.door_block_status(locked), step)
-        assert_same("fort potential", ref.fort_potential(), core.fort_potential(), step)
+        compare_v1_state(ref, core, step, assert_same, STATE_V1)
         assert_same("door fraction", ref.door_fraction(), core.door_fraction(), step)
         masks = expected[3]
         fired["pushed"] += int(((ref.box_pos != before).any(-1) & (ref.box_holder < 0)).sum())
