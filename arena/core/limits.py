@@ -24,7 +24,7 @@ never limited):
   address of guests.
 
 An in-flight count (a *hold*, ``{prefix}:busy:{name}:{subject}``) is taken by one
-optimistic transaction (:func:`hold_keys`: ``WATCH`` the counters, counted only if each is
+optimistic transaction (:func:`take_holds`: ``WATCH`` the counters, counted only if each is
 under its limit, so concurrent requests never pass it) and given back by whoever ends
 the work, in whatever process (:meth:`Limits.give_back`, or the queue's finishing
 script). Work that is
@@ -78,38 +78,6 @@ return 1
 """
 
 
-def hold_keys(client: redis.Redis, limits: dict[str, int], ttl_s: int = IN_FLIGHT_TTL_S,
-              write: Callable[[redis.client.Pipeline], object] | None = None) -> bool:
-    """Count one more in flight on every key of ``limits`` if each has fewer than its limit,
-    and queue ``write``'s commands (the work the holds are for) in the same transaction;
-    whether they were counted (and written).
-
-    All or none: concurrent callers never count past a limit (the counters are watched; a
-    transaction that raced another is tried again), a refused one counts and writes nothing,
-    and a process killed before ``EXEC`` leaves nothing behind. Raises ``redis.RedisError``
-    if Redis does not answer.
-    """
-    keys = list(limits)
-    with client.pipeline(transaction=True) as pipe:
-        while True:
-            try:
-                if keys:
-                    pipe.watch(*keys)
-                    used = pipe.mget(keys)
-                    if any(int(u or 0) >= limits[k] for k, u in zip(keys, used, strict=True)):
-                        return False
-                pipe.multi()
-                for key in keys:
-                    pipe.incr(key)
-                    pipe.expire(key, ttl_s)
-                if write is not None:
-                    write(pipe)
-                pipe.execute()
-                return True
-            except redis.WatchError:
-                continue
-
-
 @dataclass(frozen=True)
 class Limit:
     """At most ``count`` units per ``window_s`` seconds (``count`` 0: no limit).
@@ -144,16 +112,38 @@ class Hold:
 
 def take_holds(client: redis.Redis, holds: list[Hold], write: Callable[[redis.client.Pipeline], object] | None = None,
                ttl_s: int = IN_FLIGHT_TTL_S, retry_after_s: int = 1) -> tuple[str, ...]:
-    """:func:`hold_keys` over ``holds`` (and ``write`` in the same transaction); the keys taken.
+    """Count one more in flight on every hold if each has fewer than its limit, and queue
+    ``write``'s commands (the work the holds are for) in the same transaction; the keys taken.
+
+    All or none: concurrent callers never count past a limit (the counters are watched; a
+    transaction that raced another is tried again), a refused one counts and writes nothing,
+    and a process killed before ``EXEC`` leaves nothing behind.
 
     Raises:
         TooManyRequests: One of them is full (the first full one's ``refusal``); nothing
             was counted or written.
+        redis.RedisError: Redis did not answer.
     """
-    if hold_keys(client, {h.key: h.limit for h in holds}, ttl_s, write):
-        return tuple(h.key for h in holds)
-    full = [h for h in holds if int(client.get(h.key) or 0) >= h.limit] or holds
-    raise TooManyRequests(full[0].refusal, retry_after_s)
+    keys = [h.key for h in holds]
+    with client.pipeline(transaction=True) as pipe:
+        while True:
+            try:
+                if keys:
+                    pipe.watch(*keys)
+                    used = [int(u or 0) for u in pipe.mget(keys)]
+                    full = [h for h, n in zip(holds, used, strict=True) if n >= h.limit]
+                    if full:
+                        raise TooManyRequests(full[0].refusal, retry_after_s)
+                pipe.multi()
+                for key in keys:
+                    pipe.incr(key)
+                    pipe.expire(key, ttl_s)
+                if write is not None:
+                    write(pipe)
+                pipe.execute()
+                return tuple(keys)
+            except redis.WatchError:
+                continue
 
 
 class Limits:
