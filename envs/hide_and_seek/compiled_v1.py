@@ -32,8 +32,6 @@ from envs.hide_and_seek.layouts import Layout
 from envs.hide_and_seek.layouts_v1 import place_ramp_stage, quadrant_room
 from envs.hide_and_seek.rules import MOVES, NUM_ACTIONS, UNLOCKED
 
-BACKENDS = ("compiled", "numpy")
-"""v1 cores on the host: ``compiled`` (numba, the default) and ``numpy`` (the reference)"""
 DEFAULT_BACKEND = "compiled"
 
 
@@ -244,6 +242,8 @@ class CompiledHideAndSeekV1Core(HideAndSeekV1Core):
 
 
 V1_CORES: dict[str, type[HideAndSeekV1Core]] = {"compiled": CompiledHideAndSeekV1Core, "numpy": HideAndSeekV1Core}
+BACKENDS = tuple(V1_CORES)
+"""v1 cores on the host: ``compiled`` (numba, the default) and ``numpy`` (the reference)"""
 
 
 def v1_core(n_envs: int = 1, config: HideAndSeekV1Config | None = None,
