@@ -370,12 +370,10 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
     if args.scripted:
         return scripted(6 if args.smoke else args.layouts, args.seed)
-    core_seconds = 0.3 if args.smoke else args.core_seconds
+    core = core_speed(seconds=0.3 if args.smoke else args.core_seconds, seed=args.seed)
     if args.core_only:
-        core = core_speed(seconds=core_seconds, seed=args.seed)
         print(json.dumps(core))
         return core
-    core = core_speed(seconds=core_seconds, seed=args.seed)
     if args.smoke:
         args.minutes, args.num_envs, args.minibatches, args.epochs, args.device, args.threads = \
             0.15, 16, 4, 1, "cpu", 1
