@@ -16,6 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from arena.storage.db.migrations.columns import TIMESTAMP, rating_columns, stamped
+
 revision: str = "0001"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
@@ -23,11 +25,6 @@ depends_on: str | Sequence[str] | None = None
 
 # Keep in step with arena.storage.db.base.BigSerial (SQLite needs exactly INTEGER PRIMARY KEY).
 BIG_SERIAL = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-TIMESTAMP = sa.DateTime(timezone=True)
-
-
-def _created_at(name: str = "created_at") -> sa.Column:
-    return sa.Column(name, TIMESTAMP, server_default=sa.func.current_timestamp(), nullable=False)
 
 
 def upgrade() -> None:
@@ -35,7 +32,7 @@ def upgrade() -> None:
         "envs",
         sa.Column("id", sa.String(64), nullable=False),
         sa.Column("spec", sa.JSON(), nullable=False),
-        _created_at(),
+        stamped(),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_envs")),
     )
     op.create_table(
@@ -43,7 +40,7 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("name", sa.String(64), nullable=False),
         sa.Column("is_admin", sa.Boolean(), server_default=sa.false(), nullable=False),
-        _created_at(),
+        stamped(),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_users")),
         sa.UniqueConstraint("name", name=op.f("uq_users_name")),
     )
@@ -52,7 +49,7 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("user_id", sa.Integer(), nullable=False),
         sa.Column("token_hash", sa.String(64), nullable=False),
-        _created_at(),
+        stamped(),
         sa.Column("revoked_at", TIMESTAMP, nullable=True),
         sa.ForeignKeyConstraint(
             ["user_id"], ["users.id"], name=op.f("fk_api_tokens_user_id_users"), ondelete="CASCADE"
@@ -68,7 +65,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(100), nullable=False),
         sa.Column("env_id", sa.String(64), nullable=False),
         sa.Column("config", sa.JSON(), nullable=False),
-        _created_at(),
+        stamped(),
         sa.ForeignKeyConstraint(["env_id"], ["envs.id"], name=op.f("fk_leagues_env_id_envs")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_leagues")),
         sa.UniqueConstraint("name", name=op.f("uq_leagues_name")),
@@ -91,7 +88,7 @@ def upgrade() -> None:
         sa.Column("forfeit_seat", sa.Integer(), nullable=True),
         sa.Column("detail", sa.Text(), server_default="", nullable=False),
         sa.Column("rated", sa.Boolean(), server_default=sa.true(), nullable=False),
-        _created_at(),
+        stamped(),
         sa.ForeignKeyConstraint(["env_id"], ["envs.id"], name=op.f("fk_matches_env_id_envs")),
         sa.ForeignKeyConstraint(
             ["league_id"], ["leagues.id"], name=op.f("fk_matches_league_id_leagues"),
@@ -112,7 +109,7 @@ def upgrade() -> None:
         sa.Column("spec", sa.JSON(), nullable=False),
         sa.Column("size_bytes", sa.BigInteger(), nullable=False),
         sa.Column("weights", sa.LargeBinary(), nullable=True),
-        _created_at(),
+        stamped(),
         sa.ForeignKeyConstraint(["env_id"], ["envs.id"], name=op.f("fk_snapshots_env_id_envs")),
         sa.ForeignKeyConstraint(
             ["league_id"], ["leagues.id"], name=op.f("fk_snapshots_league_id_leagues"),
@@ -138,8 +135,8 @@ def upgrade() -> None:
         sa.Column("status", sa.String(16), server_default="queued", nullable=False),
         sa.Column("status_reason", sa.Text(), server_default="", nullable=False),
         sa.Column("snapshot_sha256", sa.String(64), nullable=True),
-        _created_at(),
-        _created_at("updated_at"),
+        stamped(),
+        stamped("updated_at"),
         sa.CheckConstraint("kind IN ('builtin', 'neural')", name=op.f("ck_agents_kind")),
         sa.CheckConstraint(
             "status IN ('queued', 'validating', 'placement', 'rated', 'rejected', 'retired')",
@@ -213,17 +210,7 @@ def upgrade() -> None:
 
     op.create_table(
         "ratings",
-        sa.Column("agent_id", sa.Integer(), autoincrement=False, nullable=False),
-        sa.Column("role", sa.String(32), nullable=False),
-        sa.Column("env_id", sa.String(64), nullable=False),
-        sa.Column("mu", sa.Float(), nullable=False),
-        sa.Column("sigma", sa.Float(), nullable=False),
-        sa.Column("conservative", sa.Float(), nullable=False),
-        sa.Column("games", sa.Integer(), server_default="0", nullable=False),
-        sa.Column("wins", sa.Integer(), server_default="0", nullable=False),
-        sa.Column("draws", sa.Integer(), server_default="0", nullable=False),
-        sa.Column("losses", sa.Integer(), server_default="0", nullable=False),
-        sa.Column("last_match_seq", sa.BigInteger(), nullable=True),
+        *rating_columns(),
         sa.ForeignKeyConstraint(
             ["agent_id"], ["agents.id"], name=op.f("fk_ratings_agent_id_agents"),
             ondelete="CASCADE",

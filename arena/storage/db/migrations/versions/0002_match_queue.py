@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from arena.storage.db.migrations.columns import stamped
+
 revision: str = "0002"
 down_revision: str | None = "0001"
 branch_labels: str | Sequence[str] | None = None
@@ -28,8 +30,7 @@ def upgrade() -> None:
         sa.Column("position", sa.Integer(), nullable=False),
         sa.Column("seed", sa.BigInteger(), nullable=False),
         sa.Column("agents", sa.JSON(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True),
-                  server_default=sa.func.current_timestamp(), nullable=False),
+        stamped(),
         sa.ForeignKeyConstraint(["env_id"], ["envs.id"], name=op.f("fk_match_queue_env_id_envs")),
         sa.ForeignKeyConstraint(["league_id"], ["leagues.id"], ondelete="SET NULL",
                                 name=op.f("fk_match_queue_league_id_leagues")),

@@ -13,6 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from arena.storage.db.migrations.columns import stamped
+
 revision = "0004_phases"
 down_revision = "0003"
 
@@ -26,8 +28,7 @@ def upgrade() -> None:
         sa.Column("phase_rates", sa.JSON(), nullable=False),
         sa.Column("ratings", sa.JSON(), nullable=False),
         sa.Column("first_matches", sa.JSON(), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.func.current_timestamp(),
-                  nullable=False),
+        stamped("updated_at"),
         sa.ForeignKeyConstraint(["league_id"], ["leagues.id"], name=op.f("fk_league_generations_league_id_leagues"),
                                 ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("league_id", "generation", name=op.f("pk_league_generations")),

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from arena.storage.db.migrations.columns import stamped
+
 revision: str = "0006_probes"
 down_revision: str | None = "0005_roles"
 branch_labels: str | Sequence[str] | None = None
@@ -38,8 +40,7 @@ def upgrade() -> None:
         sa.Column("ci_low", sa.Float(), nullable=True),
         sa.Column("ci_high", sa.Float(), nullable=True),
         sa.Column("error", sa.Text(), server_default="", nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True),
-                  server_default=sa.func.current_timestamp(), nullable=False),
+        stamped(),
         sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
         sa.CheckConstraint("status IN ('queued', 'running', 'done', 'failed')", name=op.f("ck_probes_status")),

@@ -14,13 +14,10 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from arena.storage.db.migrations.columns import rating_columns, stamped
+
 revision = "0011_competitions"
 down_revision = "0010_accounts"
-
-
-def _now() -> sa.Column:
-    return sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.func.current_timestamp(),
-                     nullable=False)
 
 
 def _fk(table: str, column: str, target: str, ondelete: str | None = None) -> sa.ForeignKeyConstraint:
@@ -58,7 +55,7 @@ def upgrade() -> None:
         sa.Column("tie_margin", sa.Float(), nullable=False),
         sa.Column("final_floor", sa.Integer(), nullable=False),
         sa.Column("seed", sa.BigInteger(), nullable=False),
-        _now(),
+        stamped(),
         sa.Column("final_started_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("final_result", sa.JSON(), nullable=True),
@@ -74,7 +71,7 @@ def upgrade() -> None:
         "competition_organizers",
         sa.Column("user_id", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("granted_by", sa.String(length=64), nullable=False),
-        _now(),
+        stamped(),
         _fk("competition_organizers", "user_id", "users.id", "CASCADE"),
         sa.PrimaryKeyConstraint("user_id", name=op.f("pk_competition_organizers")),
     )
@@ -82,7 +79,7 @@ def upgrade() -> None:
         "competition_members",
         sa.Column("competition_id", sa.Integer(), nullable=False),
         sa.Column("user_id", sa.Integer(), nullable=False),
-        sa.Column("joined_at", sa.DateTime(timezone=True), server_default=sa.func.current_timestamp(), nullable=False),
+        stamped("joined_at"),
         _fk("competition_members", "competition_id", "competitions.id", "CASCADE"),
         _fk("competition_members", "user_id", "users.id", "CASCADE"),
         sa.PrimaryKeyConstraint("competition_id", "user_id", name=op.f("pk_competition_members")),
@@ -94,7 +91,7 @@ def upgrade() -> None:
         sa.Column("competition_id", sa.Integer(), nullable=False),
         sa.Column("name", sa.String(length=64), nullable=False),
         sa.Column("join_code", sa.String(length=32), nullable=False),
-        _now(),
+        stamped(),
         sa.Column("merged_into", sa.Integer(), nullable=True),
         _fk("competition_teams", "competition_id", "competitions.id", "CASCADE"),
         _fk("competition_teams", "merged_into", "competition_teams.id", "SET NULL"),
@@ -108,7 +105,7 @@ def upgrade() -> None:
         sa.Column("competition_id", sa.Integer(), nullable=False),
         sa.Column("user_id", sa.Integer(), nullable=False),
         sa.Column("team_id", sa.Integer(), nullable=False),
-        sa.Column("joined_at", sa.DateTime(timezone=True), server_default=sa.func.current_timestamp(), nullable=False),
+        stamped("joined_at"),
         _fk("competition_team_members", "competition_id", "competitions.id", "CASCADE"),
         _fk("competition_team_members", "user_id", "users.id", "CASCADE"),
         _fk("competition_team_members", "team_id", "competition_teams.id", "CASCADE"),
@@ -145,17 +142,7 @@ def upgrade() -> None:
     op.create_table(
         "board_ratings",
         sa.Column("board", sa.String(length=64), nullable=False),
-        sa.Column("agent_id", sa.Integer(), autoincrement=False, nullable=False),
-        sa.Column("role", sa.String(length=32), nullable=False),
-        sa.Column("env_id", sa.String(length=64), nullable=False),
-        sa.Column("mu", sa.Float(), nullable=False),
-        sa.Column("sigma", sa.Float(), nullable=False),
-        sa.Column("conservative", sa.Float(), nullable=False),
-        sa.Column("games", sa.Integer(), server_default="0", nullable=False),
-        sa.Column("wins", sa.Integer(), server_default="0", nullable=False),
-        sa.Column("draws", sa.Integer(), server_default="0", nullable=False),
-        sa.Column("losses", sa.Integer(), server_default="0", nullable=False),
-        sa.Column("last_match_seq", sa.BigInteger(), nullable=True),
+        *rating_columns(),
         _fk("board_ratings", "agent_id", "agents.id", "CASCADE"),
         _fk("board_ratings", "env_id", "envs.id"),
         sa.PrimaryKeyConstraint("board", "agent_id", "role", name=op.f("pk_board_ratings")),

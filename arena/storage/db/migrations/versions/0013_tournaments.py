@@ -9,6 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from arena.storage.db.migrations.columns import stamped
+
 revision = "0013_tournaments"
 down_revision = "0012_one_probe"
 
@@ -28,8 +30,7 @@ def upgrade() -> None:
         sa.Column("state", sa.String(length=16), server_default="running", nullable=False),
         sa.Column("error", sa.Text(), server_default="", nullable=False),
         sa.Column("created_by", sa.Integer(), nullable=True),
-        sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.func.current_timestamp(),
-                  nullable=False),
+        stamped(),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
         sa.CheckConstraint("state IN ('running', 'finished', 'failed')", name=op.f("ck_tournaments_state")),
         sa.CheckConstraint("kind IN ('round_robin', 'double_round_robin', 'swiss', 'single_elimination')",
