@@ -57,9 +57,14 @@ class CurriculumRule:
 
     * *forts*: ``share * (1 - fort / target)`` of the episodes start with boxes by the
       doors: the easy episodes fade out as the skill carries over to the standard layout;
-    * *ramps* (``ramp_stage``): once forts are common, ``share * clip(2 fort / target - 1,
-      0, 1) * (1 - ramp_defense / target)`` start with the ramp near a door and a hider on
-      its way there, so ramp use follows forts;
+    * *ramps* (``ramp_stage``): ``share * gate * (1 - ramp_defense / target)`` start with the
+      ramp near a door and a hider on its way there. The gate opens with whichever comes
+      first: forts common (``clip(2 fort / target - 1, 0, 1)``: 0 up to half the target, 1 at
+      it), or the seekers using the ramp (``ramp_use_gate``: ``clip((ramp_use - use_floor) /
+      (use_full - use_floor), 0, 1)``; untrained seekers use it in ~0.14 of the standard
+      episodes by chance). Defending the ramp pays only once seekers climb it: in the honest
+      hour runs the seekers' ramp use reached 0.7-0.8 while forts stayed near 0.4, and a
+      gate on forts alone kept the stage shut;
     * the *reach* of the ramp stage moves as automatic domain randomization moves its
       bounds: after a generation trained with the stage defended the ramp in ``defended``
       of the stage's own episodes, up ``reach_step`` at ``>= reach_up``, down below
@@ -73,6 +78,21 @@ class CurriculumRule:
     reach_step: float = 0.1
     reach_up: float = 0.4
     reach_down: float = 0.1
+    ramp_use_gate: bool = True
+    """the ramp stage also opens with the seekers' ramp use (else with forts alone, as before)"""
+    use_floor: float = 0.2
+    """ramp-use rate at which that gate starts to open (above the untrained ~0.14)"""
+    use_full: float = 0.5
+    """... and at which it is fully open"""
+
+    def ramp_gate(self, rates: Mapping[str, float]) -> float:
+        """How far the ramp stage is open (0 .. 1) after a generation with these rates."""
+        fort = min(1.0, rates.get("fort", 0.0) / self.target)
+        gate = min(1.0, max(0.0, 2.0 * fort - 1.0))
+        if self.ramp_use_gate:
+            use = (rates.get("ramp_use", 0.0) - self.use_floor) / (self.use_full - self.use_floor)
+            gate = max(gate, min(1.0, max(0.0, use)))
+        return gate
 
     def shares(self, rates: Mapping[str, float]) -> tuple[float, float]:
         """``(boxes, ramps)`` shares after a generation with these standard-layout phase rates."""
@@ -80,7 +100,7 @@ class CurriculumRule:
             return 0.0, 0.0
         fort = min(1.0, rates.get("fort", 0.0) / self.target)
         defended = min(1.0, rates.get("ramp_defense", 0.0) / self.target)
-        ramps = self.share * min(1.0, max(0.0, 2.0 * fort - 1.0)) * (1.0 - defended)
+        ramps = self.share * self.ramp_gate(rates) * (1.0 - defended)
         return self.share * (1.0 - fort), ramps if self.ramp_stage else 0.0
 
     def next_reach(self, reach: float, defended: float | None) -> float:

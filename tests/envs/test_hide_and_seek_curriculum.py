@@ -62,3 +62,20 @@ def test_seekers_by_door_start_outside_nearest_the_open_door() -> None:
         plain = random_layout(9, 2, 2, 2, e, n_doors=1)
         assert np.array_equal(plain.hiders, core.agent_pos[e, :2])
         assert np.array_equal(plain.boxes, core.box_pos[e])
+
+
+def test_the_ramp_stage_opens_with_the_seekers_ramp_use_not_only_with_forts() -> None:
+    from envs.hide_and_seek.curriculum import CurriculumRule
+
+    rule = CurriculumRule()
+    # The honest hour runs: forts near 0.4, the seekers on the ramp in most episodes.
+    assert rule.shares({"fort": 0.41, "ramp_use": 0.79}) == pytest.approx((0.5 * (1 - 0.41 / 0.8), 0.5))
+    assert rule.ramp_gate({"fort": 0.0, "ramp_use": 0.35}) == pytest.approx(0.5)  # halfway from 0.2 to 0.5
+    assert rule.ramp_gate({"fort": 0.0, "ramp_use": 0.14}) == 0.0  # untrained seekers' chance use opens nothing
+    assert rule.ramp_gate({"fort": 0.6, "ramp_use": 0.1}) == pytest.approx(0.5)  # forts still open it alone
+    # Defended ramps close the stage whichever gate opened it.
+    assert rule.shares({"ramp_use": 0.9, "ramp_defense": 0.8})[1] == 0.0
+    forts_only = CurriculumRule(ramp_use_gate=False)
+    assert forts_only.shares({"fort": 0.41, "ramp_use": 0.79})[1] == pytest.approx(0.5 * (2 * 0.41 / 0.8 - 1))
+    assert forts_only.ramp_gate({"fort": 0.2, "ramp_use": 1.0}) == 0.0
+    assert CurriculumRule(ramp_stage=False).shares({"ramp_use": 0.9})[1] == 0.0
