@@ -111,7 +111,7 @@ from agents.trainers.hide_and_seek.ppo import CRITICS, HideAndSeekPPOConfig
 from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.storage.redis_server import EmbeddedRedis, connect_redis
-from arena.training.hide_and_seek.config import SHAPING, HideAndSeekLeagueConfig, default_v1_ppo
+from arena.training.hide_and_seek.config import SHAPING, HideAndSeekLeagueConfig, classic_loop, default_v1_ppo
 from arena.training.hide_and_seek.evaluation import GenerationSummary
 from arena.training.hide_and_seek.league import HideAndSeekLeague
 
@@ -147,7 +147,20 @@ def summarise(league: HideAndSeekLeague) -> dict:
                                      for s in gens],
         "hider_mu": [round(s.hider_mu, 2) for s in gens],
         "seeker_mu": [round(s.seeker_mu, 2) for s in gens],
+        "evaluated": [s.evaluated for s in gens],
+        "rate_agreement": rate_agreement(gens),
     }
+
+
+def rate_agreement(gens: list[GenerationSummary]) -> dict:
+    """Per phase, over the evaluated generations that also have training-episode rates: the
+    mean and max absolute difference between the two (``pairs``: how many generations)."""
+    both = [s for s in gens if s.evaluated and s.training_phase_rates]
+    out: dict = {"pairs": len(both)}
+    for p in PHASE_NAMES:
+        diffs = [abs(s.phase_rates.get(p, 0.0) - s.training_phase_rates.get(p, 0.0)) for s in both]
+        out[p] = {"mean_abs": round(sum(diffs) / len(diffs), 4), "max_abs": round(max(diffs), 4)} if diffs else None
+    return out
 
 
 def row(s: GenerationSummary) -> str:
@@ -251,11 +264,12 @@ def league_config(args: argparse.Namespace, shaped: bool, name: str) -> HideAndS
     bonuses = {k: getattr(args, k) for k in BONUSES if getattr(args, k) is not None}
     ppo = replace(ppo, epochs=args.epochs, device=args.device, gamma=args.gamma, critic=args.critic,
                   **args.sizes, **bonuses)
-    return HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=args.updates_per_generation,
-                                   eval_episodes=args.eval_episodes, curriculum=not args.no_curriculum,
-                                   curriculum_share=args.curriculum_share,
-                                   curriculum_target=args.curriculum_target,
-                                   curriculum_ramp=args.curriculum_ramp, ramp_reach_step=args.ramp_reach_step)
+    cfg = HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=args.updates_per_generation,
+                                  eval_episodes=args.eval_episodes, eval_every=args.eval_every,
+                                  curriculum=not args.no_curriculum, curriculum_share=args.curriculum_share,
+                                  curriculum_target=args.curriculum_target,
+                                  curriculum_ramp=args.curriculum_ramp, ramp_reach_step=args.ramp_reach_step)
+    return classic_loop(cfg) if args.classic_loop else cfg
 
 
 def run_config(league: HideAndSeekLeague) -> dict:
@@ -263,6 +277,7 @@ def run_config(league: HideAndSeekLeague) -> dict:
     sizes, the rewards (``bonuses``, all 0 when unshaped) and the start-state curriculum."""
     cfg, ppo = league.cfg, league.cfg.ppo
     return {"num_envs": ppo.num_envs, "minibatches": ppo.minibatches, "layout_bank": ppo.layout_bank,
+            "core_backend": ppo.core_backend, "batched_values": ppo.batched_values, "eval_every": cfg.eval_every,
             "transitions_per_update": league.trainer.transitions_per_update,
             "epochs": ppo.epochs, "gamma": ppo.gamma, "critic": ppo.critic,
             "updates_per_generation": cfg.updates_per_generation,
@@ -278,10 +293,10 @@ def run_config(league: HideAndSeekLeague) -> dict:
 
 
 def train_run(args: argparse.Namespace, pool: RedisSnapshotPool, data_dir: Path, shaped: bool,
-              minutes: float) -> tuple[dict, HideAndSeekLeague]:
+              minutes: float, name: str | None = None) -> tuple[dict, HideAndSeekLeague]:
     """One league run of ``minutes`` (printing a row per generation); its result dict."""
     start = time.perf_counter()
-    name = "bench-shaped" if shaped else "bench"
+    name = name or ("bench-shaped" if shaped else "bench")
     league = HideAndSeekLeague(pool, data_dir, league_config(args, shaped, name))
     if league.cfg.ppo.shaped != shaped:
         print(f"note: resumed league {name!r} was saved {'with' if league.cfg.ppo.shaped else 'without'} "
@@ -297,10 +312,41 @@ def train_run(args: argparse.Namespace, pool: RedisSnapshotPool, data_dir: Path,
           "  train_fort  boxes/ramp  reach  stage_defense")
     print(row(league.generations[0]) + "   (baseline: untrained)")
     left = minutes - (time.perf_counter() - start) / 60.0
+    steps, loop_start = league.trainer.total_steps, time.perf_counter()
     league.run(left, on_generation=lambda s: print(row(s), flush=True))
+    loop_s = time.perf_counter() - loop_start
     result = {"shaped": ppo.shaped, **summarise(league), "wall_s": round(time.perf_counter() - start, 1),
+              "loop_env_steps_per_s": round((league.trainer.total_steps - steps) / loop_s, 1),
               "device": str(league.trainer.device), "config": run_config(league)}
     return result, league
+
+
+def speed(args: argparse.Namespace, pool: RedisSnapshotPool, data_dir: Path) -> dict:
+    """``--speed``: the whole loop (updates, evaluation, snapshots, saves) of today's defaults
+    against the loop before issue 30 (:func:`classic_loop`: the numpy core too), each for
+    ``--speed-minutes`` on one CPU and one torch thread, in this process, the baseline first."""
+    import os
+
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})
+    torch.set_num_threads(1)
+    args.device = "cpu"
+    args.sizes = {**args.sizes, "layout_bank": 0}
+    rates = {}
+    try:
+        for name, classic in (("baseline", True), ("ours", False)):
+            args.classic_loop = classic
+            rates[name] = train_run(args, pool, data_dir, False, args.speed_minutes, name=f"speed-{name}")[0]
+    finally:
+        os.sched_setaffinity(0, cpus)
+    ours, base = rates["ours"], rates["baseline"]
+    print(f"whole loop, one CPU: baseline {base['loop_env_steps_per_s']:,.0f} env steps/s, ours "
+          f"{ours['loop_env_steps_per_s']:,.0f}: {ours['loop_env_steps_per_s'] / base['loop_env_steps_per_s']:.2f}x")
+    return {**ours, "env_steps_per_s": ours["loop_env_steps_per_s"],
+            "baseline_env_steps_per_s": base["loop_env_steps_per_s"],
+            "speedup": round(ours["loop_env_steps_per_s"] / base["loop_env_steps_per_s"], 2),
+            "speed_minutes": args.speed_minutes, "speed_cpu": min(cpus), "baseline_config": base["config"],
+            "baseline_generations": base["generations"], "baseline_env_steps": base["env_steps"]}
 
 
 def final_table(results: list[dict]) -> None:
@@ -337,13 +383,20 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--critic", choices=CRITICS, default=default_v1_ppo().critic,
                    help=f"local: each critic sees its agent's observation; central: plus the full state "
                         f"(default {default_v1_ppo().critic})")
-    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--epochs", type=int, default=None, help="passes over each rollout (default 2; 4 on a GPU)")
     p.add_argument("--minibatches", type=int, default=None,
-                   help="per pass over each team's samples (default 6, about 1,900 hider samples each; 12 on a GPU)")
+                   help="per pass over each team's samples (default 3, about 3,800 hider samples each; 12 on a GPU)")
     p.add_argument("--layout-bank", type=int, default=None,
                    help="GPU: layouts drawn per curriculum setting, picked on the device (default 8192)")
     p.add_argument("--updates-per-generation", type=int, default=10)
     p.add_argument("--eval-episodes", type=int, default=256)
+    p.add_argument("--eval-every", type=int, default=HideAndSeekLeagueConfig.eval_every,
+                   help="standard-layout evaluation every this many generations (the others: training episodes)")
+    p.add_argument("--classic-loop", action="store_true",
+                   help="the learner loop before issue 30 (numpy core, per-step critic, every generation evaluated)")
+    p.add_argument("--speed", action="store_true",
+                   help="the whole loop against --classic-loop, --speed-minutes each on one CPU: speedup")
+    p.add_argument("--speed-minutes", type=float, default=3.0)
     for name in BONUSES:
         p.add_argument(f"--{name.replace('_', '-')}", type=float, default=None,
                        help=f"shaping bonus (default 0; {SHAPING[name]:g} with --shaped)")
@@ -377,13 +430,14 @@ def main(argv: list[str] | None = None) -> dict:
     if args.smoke:
         args.minutes, args.num_envs, args.minibatches, args.epochs, args.device, args.threads = \
             0.15, 16, 4, 1, "cpu", 1
-        args.updates_per_generation, args.eval_episodes = 1, 8
+        args.updates_per_generation, args.eval_episodes, args.speed_minutes = 1, 8, 0.1
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(args.threads)
     gpu = torch.cuda.is_available() and args.device in ("auto", "cuda")
     minutes = args.minutes if args.minutes is not None else (10.0 if gpu else 60.0)
+    args.epochs = args.epochs or (4 if gpu else 2)
     args.sizes = {"num_envs": args.num_envs or (2048 if gpu else 128),
-                  "minibatches": args.minibatches or (12 if gpu else 6),
+                  "minibatches": args.minibatches or (12 if gpu else 3),
                   "layout_bank": args.layout_bank if args.layout_bank is not None else (8192 if gpu else 0)}
     runs = (False, True) if args.ablation else (args.shaped,)
     results = []
@@ -391,6 +445,13 @@ def main(argv: list[str] | None = None) -> dict:
         data_dir = Path(args.data_dir or tmp)
         with EmbeddedRedis(data_dir / "redis") as server:
             pool = RedisSnapshotPool(connect_redis(server.url), FileSnapshotStore(data_dir / "snapshots"))
+            if args.speed:
+                result = {**speed(args, pool, data_dir), **core}
+                print(json.dumps(result))
+                return result
+            if args.smoke:  # the speed comparison's path too (both loops, a generation or so each)
+                fast = speed(argparse.Namespace(**vars(args)), pool, data_dir)
+                core |= {k: fast[k] for k in ("baseline_env_steps_per_s", "speedup")}
             for shaped in runs:
                 results.append(train_run(args, pool, data_dir, shaped, minutes)[0])
     final_table(results)

@@ -92,6 +92,11 @@ class Samples:
     adv: torch.Tensor
     ret: torch.Tensor
     """value targets (advantages plus the values)"""
+    rows: torch.Tensor | None = None
+    """the rows to learn from (``None``: all); lets a learner skip rows without copying the rest"""
+
+    def __len__(self) -> int:
+        return len(self.act) if self.rows is None else len(self.rows)
 
 
 @dataclass
@@ -111,20 +116,24 @@ class Rollout:
     next_value: torch.Tensor | None = None
     """the value after the last step; ``None``: the rollout ends every episode"""
 
-    def samples(self, gamma: float, lam: float, keep: torch.Tensor | None = None) -> Samples:
+    def samples(self, gamma: float, lam: float, keep: torch.Tensor | None = None, copy: bool = True) -> Samples:
         """GAE over the rollout (:func:`gae`), flattened to one row per decision.
 
         Args:
             gamma, lam: Discount and GAE lambda.
             keep: Optional bool tensor broadcastable to ``act``'s shape: the decisions to learn from.
+            copy: Copy the kept rows out (else every row stays, flattened in place, and
+                :attr:`Samples.rows` names the kept ones: the same update, without the copy).
         """
         adv = gae(self.rew, self.val, self.done, self.next_value, gamma, lam)
         last = self.act.dim() - 1
         rows = [x.flatten(0, last) for x in (self.obs, self.mask, self.act, self.logp, adv, adv + self.val)]
-        if keep is not None:
-            chosen = keep.expand_as(self.act).flatten()
-            rows = [x[chosen] for x in rows]
-        return Samples(*rows)
+        if keep is None:
+            return Samples(*rows)
+        chosen = keep.expand_as(self.act).flatten()
+        if not copy:
+            return Samples(*rows, rows=chosen.nonzero().squeeze(-1))
+        return Samples(*[x[chosen] for x in rows])
 
 
 @dataclass
@@ -167,20 +176,23 @@ def ppo_update(
         The last minibatch's ``(policy loss, value loss, entropy)``.
     """
     s = settings
-    size = len(samples.act)
+    size = len(samples)
     pg = vloss = ent = torch.zeros(())
     if size == 0:
         return 0.0, 0.0, 0.0
     for _ in range(s.epochs):
         perm = torch.randperm(size, generator=generator, device=samples.obs.device)
+        if samples.rows is not None:
+            perm = samples.rows[perm]
         for idx in torch.tensor_split(perm, min(s.minibatches, size)):
-            dist, value = model(samples.obs[idx], samples.mask[idx])
-            logp = dist.log_prob(samples.act[idx])
-            a = samples.adv[idx]
+            obs, mask, act, old_logp, a, ret = (x.index_select(0, idx) for x in (
+                samples.obs, samples.mask, samples.act, samples.logp, samples.adv, samples.ret))
+            dist, value = model(obs, mask)
+            logp = dist.log_prob(act)
             a = (a - a.mean()) / (a.std() + 1e-8)
-            ratio = (logp - samples.logp[idx]).exp()
+            ratio = (logp - old_logp).exp()
             pg = torch.max(-a * ratio, -a * ratio.clamp(1 - s.clip, 1 + s.clip)).mean()
-            vloss = 0.5 * ((value - samples.ret[idx]) ** 2).mean()
+            vloss = 0.5 * ((value - ret) ** 2).mean()
             ent = dist.entropy().mean()
             loss = pg + s.vf_coef * vloss - s.ent_coef * ent
             optim.zero_grad()

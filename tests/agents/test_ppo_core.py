@@ -92,3 +92,24 @@ def test_both_trainers_name_the_split_alike() -> None:
     del old["minibatches"]
     old["minibatch_size"] = 2048
     assert HideAndSeekPPOConfig.from_dict(old).minibatches == 6
+
+
+def test_samples_kept_by_rows_update_as_the_copied_ones() -> None:
+    """``Rollout.samples(copy=False)`` names the kept rows instead of copying them: the same
+    minibatches from the same random stream, so the same weights."""
+    torch.manual_seed(0)
+    steps, envs = 6, 5
+    rollout = Rollout(obs=torch.randn(steps, envs, 3), mask=torch.ones(steps, envs, 4, dtype=torch.bool),
+                      act=torch.randint(0, 4, (steps, envs)), logp=torch.full((steps, envs), -1.4),
+                      val=torch.randn(steps, envs), rew=torch.randn(steps, envs))
+    keep = torch.tensor([True, False, True, True, False])[None, :]
+    results = []
+    for copy in (True, False):
+        torch.manual_seed(1)
+        model = _Model()
+        optim = torch.optim.Adam(model.parameters(), lr=1e-2)
+        samples = rollout.samples(0.9, 0.95, keep=keep, copy=copy)
+        assert len(samples) == steps * 3
+        ppo_update(model, optim, samples, PPOSettings(epochs=2, minibatches=3), torch.Generator().manual_seed(2))
+        results.append([p.detach().clone() for p in model.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*results, strict=True))

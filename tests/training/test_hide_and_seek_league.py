@@ -212,3 +212,48 @@ def test_a_central_critic_league_resumes_and_a_version_2_state_keeps_its_local_c
     resumed = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("v2"))
     assert resumed.resumed and resumed.cfg.ppo.critic == "local" and resumed.trainer.critic_dim == 0
     assert local.cfg.ppo == resumed.cfg.ppo
+
+
+def test_generations_between_evaluations_read_their_training_episodes(redis_url: str, tmp_path: Path) -> None:
+    """``eval_every=2``: generations 0 and 2 are evaluated on the standard layouts (and keep the
+    training episodes' rates beside, to compare); 1 and 3 read the same detectors from their own
+    training episodes that started as the standard layout, and their matches from its games."""
+    torch.set_num_threads(1)
+    cfg = replace(tiny("every2"), eval_every=2)
+    league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, cfg)
+    league.run(5.0, max_generations=4)
+    gens = league.generations
+    assert [s.evaluated for s in gens] == [True, False, True, False]
+    for s in gens[1:]:
+        assert set(s.training_phase_rates) == set(PHASES)
+        assert all(0.0 <= v <= 1.0 for v in s.training_phase_rates.values())
+    assert gens[2].phase_episodes == cfg.eval_episodes and gens[2].phase_rates != gens[2].training_phase_rates
+    assert gens[1].phase_rates == gens[1].training_phase_rates and 0 < gens[1].phase_episodes <= cfg.ppo.num_envs
+    assert all(s.hider_sigma < 25 / 3 and s.seeker_sigma < 25 / 3 for s in gens)  # every generation rated
+    assert {m[:2] for m in league.matches if 1 in m[:2]} >= {(1, 1)}  # generation 1's self-play games
+    again = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("every2"))  # the saved config wins
+    assert again.cfg.eval_every == 2 and [asdict(s) for s in again.generations] == [asdict(s) for s in gens]
+
+
+def test_a_version_3_state_resumes_with_its_loop_and_its_ramp_gate(redis_url: str, tmp_path: Path) -> None:
+    """A state written before ``eval_every`` and ``ramp_use_gate`` (version 3: its summaries lack
+    the new fields) resumes evaluating every generation and gating the ramp stage on forts alone."""
+    torch.set_num_threads(1)
+    league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("v3"))
+    league.run(5.0, max_generations=2)
+    path = tmp_path / "leagues" / "v3" / STATE_FILE
+    saved = json.loads(path.read_text())
+    for key in ("eval_every", "ramp_use_gate"):
+        del saved["config"][key]
+    for key in ("core_backend", "batched_values"):
+        del saved["config"]["ppo"][key]
+    for s in saved["generations"]:
+        for key in ("evaluated", "phase_episodes", "training_phase_rates"):
+            del s[key]
+    path.write_text(json.dumps({**saved, "version": 3}))
+    again = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("v3"))
+    assert again.resumed and again.trainer.updates == league.trainer.updates
+    assert again.cfg.eval_every == 1 and not again.rule.ramp_use_gate and again.cfg.ppo.core_backend == "compiled"
+    again.run(5.0, max_generations=3)
+    assert [s.evaluated for s in again.generations] == [True, True, True]
+    assert json.loads(path.read_text())["version"] == STATE_VERSION

@@ -50,7 +50,10 @@ def test_generations_reach_the_database_the_api_and_replays(redis_url: str, tmp_
         assert [r.generation for r in rows] == [0, 1]
         for row, summary in zip(rows, run.league.generations, strict=True):
             assert set(row.phase_rates) == set(PHASES)
-            assert row.episodes == 16 + 3  # the evaluation's episodes and the recorded ones
+            # the evaluation's episodes (generation 0) or the training episodes that started as
+            # the standard layout (generation 1, between evaluations), and the recorded ones
+            assert row.episodes == (16 if summary.evaluated else summary.phase_episodes) + 3
+            assert summary.evaluated == (summary.generation == 0)
             assert row.ratings == {"hider": [summary.hider_mu, summary.hider_sigma],
                                    "seeker": [summary.seeker_mu, summary.seeker_sigma]}
             assert row.ratings["hider"][1] < 25 / 3  # rated

@@ -10,18 +10,73 @@ of these two with the same tensor interface (``reset``, ``step``, ``critic_state
   a whole episode steps there with no host round trip. Layouts are drawn on the host once
   per update, or picked on the device from a :class:`~envs.hide_and_seek.device.core.LayoutBank`
   (``layout_bank``), drawn again whenever a curriculum changes the core's layout shares.
+
+After an episode both give its phase detectors (``phases``, v1) and which episodes started
+with a curriculum stage (``stages``: drawn from the layout seeds, as the cores draw them), so
+a league can read the phase rates of the training episodes that started as the standard
+layout (:class:`TrainingEpisodes`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from envs.hide_and_seek.core import HideAndSeekCore
-from envs.hide_and_seek.curriculum import ATTRIBUTES
+from envs.hide_and_seek.curriculum import ATTRIBUTES, drawn_share
 from envs.hide_and_seek.device.core import TorchHideAndSeekCore
 
 CURRICULUM = ATTRIBUTES  # core attributes a curriculum may change between updates
+
+
+@dataclass(frozen=True)
+class TrainingEpisodes:
+    """What one update's episodes showed, one entry per env (host arrays).
+
+    Attributes:
+        phases: The core's phase detectors at the episodes' end (v1; empty for v0).
+        hider_score: Summed hider team reward per episode (> 0: the hiders won).
+        door_blocked: Every door held a box when preparation ended.
+        boxes, ramps: The episode started with boxes by the doors / the ramp by a door (the
+            curriculum's stages); ``None`` when unknown (layouts picked from a device bank).
+        plan: The trainer's opponent plan: per opponent role, ``(envs, past generation)`` or
+            ``None`` (every other env was self-play of the learners).
+    """
+
+    phases: dict[str, np.ndarray]
+    hider_score: np.ndarray
+    door_blocked: np.ndarray
+    boxes: np.ndarray | None
+    ramps: np.ndarray | None
+    plan: dict[str, tuple[slice, int] | None]
+
+    def self_play(self) -> np.ndarray:
+        """``(n,)`` the envs where both learning teams played (no past generation)."""
+        mine = np.ones(len(self.hider_score), dtype=bool)
+        for entry in self.plan.values():
+            if entry is not None:
+                mine[entry[0]] = False
+        return mine
+
+
+def stages(core, seeds: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Which of the episodes reset from ``seeds`` drew each curriculum stage, as the core draws
+    them (:func:`envs.hide_and_seek.curriculum.drawn_share`, streams 3 and 4)."""
+    if seeds is None:
+        return None, None
+    boxes, ramps = getattr(core, "box_by_door", False), getattr(core, "ramp_by_door", False)
+    return (np.array([drawn_share(boxes, s, 3) for s in seeds], dtype=bool),
+            np.array([drawn_share(ramps, s, 4) for s in seeds], dtype=bool))
+
+
+def host_phases(core) -> dict[str, np.ndarray]:
+    """The core's phase detectors as host arrays (``{}`` for a v0 core)."""
+    if not hasattr(core, "phases"):
+        return {}
+    return {k: np.asarray(v.cpu() if isinstance(v, torch.Tensor) else v, dtype=np.float64)
+            for k, v in core.phases().items()}
 
 
 class HostEpisodes:
@@ -35,10 +90,13 @@ class HostEpisodes:
                  device: torch.device | None = None) -> None:
         self.core, self.rng, self.n = core, rng, n
         self.device = device or torch.device("cpu")
+        self.seeds: np.ndarray | None = None
+        """the layout seeds of the last reset"""
 
     def reset(self) -> tuple[torch.Tensor, torch.Tensor]:
         """New episodes everywhere: observations ``(n, agents, obs_dim)`` and masks."""
-        obs, mask = self.core.reset(self.rng.integers(0, 2**31, size=self.n))
+        self.seeds = self.rng.integers(0, 2**31, size=self.n)
+        obs, mask = self.core.reset(self.seeds)
         return self._to(obs), self._to(mask)
 
     def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -57,6 +115,10 @@ class HostEpisodes:
         """Share of episodes whose doors all held a box when preparation ended."""
         return float(self.core.door_block_status(locked=False).mean())
 
+    def door_blocked(self) -> np.ndarray:
+        """``(n,)`` the episodes whose doors all held a box when preparation ended."""
+        return self.core.door_block_status(locked=False).copy()
+
 
 class DeviceEpisodes:
     """``n`` episodes in a torch core on ``device``.
@@ -74,6 +136,8 @@ class DeviceEpisodes:
     def __init__(self, n: int, device: torch.device, layout_bank: int, rng: np.random.Generator,
                  core: TorchHideAndSeekCore) -> None:
         self.core, self.rng, self.n = core, rng, n
+        self.seeds: np.ndarray | None = None
+        """the layout seeds of the last reset (``None`` when picked from the bank)"""
         self.bank_size, self.bank = layout_bank, None
         self.bank_curriculum: tuple | None = None
         """the core's :data:`CURRICULUM` attributes the bank was drawn under"""
@@ -91,7 +155,8 @@ class DeviceEpisodes:
 
     def reset(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self.bank_size == 0:
-            return self.core.reset(self.rng.integers(0, 2**31, size=self.n))
+            self.seeds = self.rng.integers(0, 2**31, size=self.n)
+            return self.core.reset(self.seeds)
         if self._curriculum() != self.bank_curriculum:
             self._draw_bank()
         picks = torch.randint(0, len(self.bank), (self.n,), generator=self.gen,
@@ -108,3 +173,6 @@ class DeviceEpisodes:
 
     def door_block_rate(self) -> float:
         return float(self.core.door_block_status(locked=False).float().mean())
+
+    def door_blocked(self) -> np.ndarray:
+        return self.core.door_block_status(locked=False).cpu().numpy()

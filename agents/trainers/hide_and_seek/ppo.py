@@ -65,7 +65,13 @@ from torch import nn
 from agents.checkpoint import load_optimizer_tensors, make_spec, optimizer_tensors, save_checkpoint
 from agents.nets import build_net
 from agents.neural import resolve_device
-from agents.trainers.hide_and_seek.episodes import DeviceEpisodes, HostEpisodes
+from agents.trainers.hide_and_seek.episodes import (
+    DeviceEpisodes,
+    HostEpisodes,
+    TrainingEpisodes,
+    host_phases,
+    stages,
+)
 from agents.trainers.hide_and_seek.shaping import Shaping
 from agents.trainers.ppo_core import PPOSettings, Rollout, masked_logits, masked_sample, ppo_update
 from envs.hide_and_seek.compiled_v1 import v1_core
@@ -130,6 +136,13 @@ class HideAndSeekPPOConfig(PPOSettings):
     """v1 shaping: hider reward at the end of preparation if every ramp is locked or in the room"""
     ramp_use_bonus: float = 0.0
     """v1 shaping: seeker reward in the step where ``ramp_use`` first happens in an episode"""
+    core_backend: str = "compiled"
+    """host v1 core (:func:`envs.hide_and_seek.compiled_v1.v1_core`): ``compiled`` (numba), or
+    ``numpy``, the reference core the loop ran on before (kept for the benchmark's baseline)"""
+    batched_values: bool = True
+    """the critic's values of a rollout in one call after it (equal to calling it at every
+    step: the weights do not change within a rollout); ``False``: one call per step, as the
+    loop did before (the benchmark's baseline)"""
     critic: str = "local"
     """what each team's critic sees: ``local`` its agent's own observation (as the actor), or
     ``central`` that observation plus the full state of the episode (the core's
@@ -189,7 +202,7 @@ def make_core(
     v1 = isinstance(config, HideAndSeekV1Config)
     if device is not None:
         return (TorchHideAndSeekV1Core if v1 else TorchHideAndSeekCore)(n, config, device=device)
-    return v1_core(n, config) if v1 else HideAndSeekCore(n, config)
+    return v1_core(n, config, backend=cfg.core_backend) if v1 else HideAndSeekCore(n, config)
 
 
 def team_rewards(rewards: np.ndarray) -> np.ndarray:
@@ -268,6 +281,8 @@ class HideAndSeekPPO:
         of the other team (default: uniform over the frozen generations)"""
         self.last_plan: dict[str, tuple[slice, int] | None] = {}
         self.last_returns = np.zeros(0)
+        self.last_episodes: TrainingEpisodes | None = None
+        """what the last update's episodes showed (phase detectors, outcomes, starts)"""
         self.freeze()  # generation 0: the untrained start
 
     # -- resumable state ---------------------------------------------------------------
@@ -356,15 +371,15 @@ class HideAndSeekPPO:
         plan = self._opponent_plan()
         first = {"hider": 0, "seeker": prep}  # seekers decide nothing during preparation
         buf = {}  # each team's samples, (steps, n_envs, 2, ...): whole episodes, nothing to bootstrap
-        for role in ROLES:
+        for role in ROLES:  # every entry is written below (empty: no zeroing of ~40 MB per update)
             t_len = steps - first[role]
             buf[role] = Rollout(
-                obs=torch.zeros((t_len, n, 2, self.obs_dim + self.critic_dim), device=dev),
-                mask=torch.zeros((t_len, n, 2, NUM_ACTIONS), dtype=torch.bool, device=dev),
-                act=torch.zeros((t_len, n, 2), dtype=torch.long, device=dev),
-                logp=torch.zeros((t_len, n, 2), device=dev),
-                val=torch.zeros((t_len, n, 2), device=dev),
-                rew=torch.zeros((t_len, n, 2), device=dev),
+                obs=torch.empty((t_len, n, 2, self.obs_dim + self.critic_dim), device=dev),
+                mask=torch.empty((t_len, n, 2, NUM_ACTIONS), dtype=torch.bool, device=dev),
+                act=torch.empty((t_len, n, 2), dtype=torch.long, device=dev),
+                logp=torch.empty((t_len, n, 2), device=dev),
+                val=torch.empty((t_len, n, 2), device=dev),
+                rew=torch.empty((t_len, n, 2), device=dev),
             )
         returns = torch.zeros(n, device=dev)
         self.shaping.start(dev)
@@ -388,7 +403,8 @@ class HideAndSeekPPO:
                     act[rows] = sub.view(-1, 2)
                 b, i = buf[role], t - first[role]
                 b.obs[i], b.mask[i], b.act[i], b.logp[i] = seen[:, cols], m, act, logp
-                b.val[i] = model.critic(b.obs[i].reshape(n * 2, -1)).view(n, 2)
+                if not self.cfg.batched_values:
+                    b.val[i] = model.critic(b.obs[i].reshape(n * 2, -1)).view(n, 2)
                 actions[:, cols] = act
             obs, rewards, mask = self.envs.step(actions)
             r = team_rewards(rewards)
@@ -397,8 +413,15 @@ class HideAndSeekPPO:
             buf["hider"].rew[t] = hider_r[:, None]
             if t >= prep:
                 buf["seeker"].rew[t - prep] = seeker_r[:, None]
+        if self.cfg.batched_values:  # the weights did not change: one call gives every step's values
+            for role in ROLES:
+                b = buf[role]
+                b.val = self.models[role].critic(b.obs.reshape(-1, b.obs.shape[-1])).view(b.val.shape)
         self.last_plan, self.last_returns = plan, returns.cpu().numpy().astype(np.float64)
-        return buf, self.last_returns, self.envs.door_block_rate()
+        blocked = self.envs.door_blocked()
+        self.last_episodes = TrainingEpisodes(host_phases(self.core), self.last_returns, blocked,
+                                              *stages(self.core, self.envs.seeds), plan)
+        return buf, self.last_returns, float(blocked.mean())
 
     def critic_inputs(self, obs: torch.Tensor) -> torch.Tensor:
         """What the critics see, ``(n, agents, obs_dim + critic_dim)``: each agent's observation,
@@ -433,5 +456,5 @@ class HideAndSeekPPO:
         live = torch.ones(b.act.shape[1], dtype=torch.bool, device=b.act.device)
         if self.last_plan[role] is not None:
             live[self.last_plan[role][0]] = False
-        samples = b.samples(self.cfg.gamma, self.cfg.gae_lambda, keep=live[None, :, None])
+        samples = b.samples(self.cfg.gamma, self.cfg.gae_lambda, keep=live[None, :, None], copy=False)
         return ppo_update(self.models[role], self.optims[role], samples, self.cfg, self.gen)

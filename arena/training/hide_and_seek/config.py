@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
 from envs.hide_and_seek.curriculum import CurriculumRule
@@ -43,6 +43,10 @@ class HideAndSeekLeagueConfig:
     """updates between two generations"""
     eval_episodes: int = 256
     """episodes per evaluation pairing"""
+    eval_every: int = 5
+    """evaluate every this many generations (generation 0 always); the others read their phase
+    rates, fort and win rates and matches from their own training episodes
+    (:class:`arena.training.hide_and_seek.evaluation.TrainingRates`); 1: every generation, as before"""
     pfsp: PFSPWeighting = "variance"
     """PFSP weighting of past opponents (``variance``: those near the learner's level)"""
     win_rate_decay: float = 0.9
@@ -63,8 +67,23 @@ class HideAndSeekLeagueConfig:
     """ramp-defense rate in the stage's own episodes at which the reach grows"""
     ramp_reach_down: float = 0.1
     """... and below which it shrinks"""
+    ramp_use_gate: bool = True
+    """the ramp stage also opens with the seekers' standard-layout ramp use (0.2 -> 0.5), not
+    only with forts (:meth:`envs.hide_and_seek.curriculum.CurriculumRule.ramp_gate`)"""
 
     def curriculum_rule(self) -> CurriculumRule:
         """The start-state curriculum these settings describe."""
         return CurriculumRule(self.curriculum, self.curriculum_share, self.curriculum_target, self.curriculum_ramp,
-                              self.ramp_reach_step, self.ramp_reach_up, self.ramp_reach_down)
+                              self.ramp_reach_step, self.ramp_reach_up, self.ramp_reach_down,
+                              ramp_use_gate=self.ramp_use_gate)
+
+
+CLASSIC_LOOP = {"core_backend": "numpy", "batched_values": False, "epochs": 4, "minibatches": 6}
+"""The trainer's switches of the loop before issue 30 (with ``eval_every=1``): the numpy core, the
+critic called at every rollout step, four passes of six minibatches."""
+
+
+def classic_loop(config: HideAndSeekLeagueConfig) -> HideAndSeekLeagueConfig:
+    """``config`` with the learner loop as it was before issue 30 (:data:`CLASSIC_LOOP`, every
+    generation evaluated): the same league, kept reachable as the speed benchmark's baseline."""
+    return replace(config, eval_every=1, ppo=replace(config.ppo, **CLASSIC_LOOP))

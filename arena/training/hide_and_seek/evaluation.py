@@ -1,23 +1,34 @@
 """How a hide-and-seek league measures its generations: phase rates, the ramp stage, TrueSkill.
 
-Each generation plays (:func:`agents.trainers.hide_and_seek.evaluation.evaluate_generation`)
+Every ``eval_every``-th generation plays (:func:`agents.trainers.hide_and_seek.evaluation.evaluate_generation`)
 against itself and the previous generation on the training layouts, and against itself
 on the env's standard layouts (v1: the 9x9 quadrant), where the phase rates
 (:data:`envs.hide_and_seek.rules.PHASES`) are measured: the headline. While the ramp stage
 trains, the generation also plays the stage's own episodes at the current reach (the
-input of the reach's rule). Generations are rated by TrueSkill per role
-(:func:`rate_generations`, agents ``hider-gen<g>`` and ``seeker-gen<g>``) from all
-evaluation matches.
+input of the reach's rule).
+
+The generations in between are read from their own training episodes
+(:class:`TrainingRates`), which run the same detectors: the phase rates from the
+self-play episodes that started as the standard layout (no curriculum stage drawn), the
+fort and win rates from all self-play episodes, the ramp stage's defense from the
+self-play episodes that drew it, and the matches from the training games (the learner
+counted as the generation it became). They are the learner's rates during the
+generation's updates, not the frozen generation's after them: an evaluated generation
+keeps both (``phase_rates``, ``training_phase_rates``), so their agreement is measured.
+
+Generations are rated by TrueSkill per role (:func:`rate_generations`, agents
+``hider-gen<g>`` and ``seeker-gen<g>``) from all matches.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from agents.trainers.hide_and_seek.episodes import TrainingEpisodes
 from agents.trainers.hide_and_seek.evaluation import evaluate_generation, evaluation_actions, play_episodes
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig, make_core
 from envs.hide_and_seek.curriculum import CurriculumState
@@ -81,6 +92,12 @@ class GenerationSummary:
     hider_sigma: float = 0.0
     seeker_mu: float = 0.0
     seeker_sigma: float = 0.0
+    evaluated: bool = True
+    """the rates come from the standard-layout evaluation (else from the training episodes)"""
+    phase_episodes: int = 0
+    """episodes behind ``phase_rates`` (0: the league's ``eval_episodes``, as before this field)"""
+    training_phase_rates: dict[str, float] = field(default_factory=dict)
+    """the same rates read from the generation's training episodes (:class:`TrainingRates`)"""
 
 
 def rate(summaries: list[GenerationSummary], matches: Sequence[tuple[int, int, int]]) -> None:
@@ -124,3 +141,61 @@ class GenerationEvaluator:
         res = play_episodes(core, trainer.frozen_actor(g, "hider"), trainer.frozen_actor(g, "seeker"), seeds,
                             evaluation_actions(self.ppo.seed, g))
         return float(res.phases["ramp_defense"].mean())
+
+
+def _winners(hider_score: np.ndarray) -> np.ndarray:
+    """Winner per episode: 0 hiders (positive score), 1 seekers (negative), -1 a draw."""
+    return np.where(hider_score > 0, 0, np.where(hider_score < 0, 1, -1))
+
+
+@dataclass
+class TrainingRates:
+    """One generation's training episodes (:class:`agents.trainers.hide_and_seek.episodes.TrainingEpisodes`
+    of each update), read as the evaluation would read them (module docstring)."""
+
+    episodes: list[TrainingEpisodes] = field(default_factory=list)
+
+    def add(self, episodes: TrainingEpisodes | None) -> None:
+        """One update's episodes."""
+        if episodes is not None:
+            self.episodes.append(episodes)
+
+    def stats(self) -> dict[str, Any] | None:
+        """``phase_rates`` (and ``phase_episodes``), ``door_block_rate``, ``hider_win_rate``,
+        ``ramp_stage_defense``; ``None`` when no self-play episode started as the standard layout
+        (or where the starts are unknown)."""
+        if not self.episodes or any(e.boxes is None or not e.phases for e in self.episodes):
+            return None
+        mine = [e.self_play() for e in self.episodes]
+        standard = [m & ~e.boxes & ~e.ramps for e, m in zip(self.episodes, mine, strict=True)]
+        count = int(sum(s.sum() for s in standard))
+        if count == 0:
+            return None
+
+        def mean(values: list[np.ndarray], rows: list[np.ndarray]) -> float:
+            return float(np.concatenate([v[r] for v, r in zip(values, rows, strict=True)]).mean())
+
+        staged = [m & e.ramps for e, m in zip(self.episodes, mine, strict=True)]
+        return {
+            "phase_rates": {k: mean([e.phases[k] for e in self.episodes], standard) for k in self.episodes[0].phases},
+            "phase_episodes": count,
+            "door_block_rate": mean([e.door_blocked for e in self.episodes], mine),
+            "hider_win_rate": mean([e.hider_score > 0 for e in self.episodes], mine),
+            "ramp_stage_defense": (mean([e.phases["ramp_defense"] for e in self.episodes], staged)
+                                   if sum(s.sum() for s in staged) else None),
+        }
+
+    def matches(self, g: int) -> list[tuple[int, int, int]]:
+        """The training games as generation ``g``'s matches: the last update's self-play, and every
+        game against a past generation (``(hider generation, seeker generation, winner)``)."""
+        out: list[tuple[int, int, int]] = []
+        for i, e in enumerate(self.episodes):
+            winners = _winners(e.hider_score)
+            if i == len(self.episodes) - 1:
+                out.extend((g, g, int(w)) for w in winners[e.self_play()])
+            for opponent, entry in e.plan.items():
+                if entry is not None:
+                    rows, past = entry
+                    pair = (g, past) if opponent == "seeker" else (past, g)
+                    out.extend((*pair, int(w)) for w in winners[rows])
+        return out

@@ -7,8 +7,9 @@ parts of this package:
 * every ``updates_per_generation`` updates both actors are frozen as the next generation
   and put into the per-role snapshot pools, whose PFSP draws pick the past generations a
   share of the training envs meets (:mod:`.pools`);
-* each generation is evaluated, its phase rates measured on the env's standard layouts
-  (the headline), and every generation is rated by TrueSkill per role (:mod:`.evaluation`);
+* every ``eval_every``-th generation is evaluated, its phase rates measured on the env's
+  standard layouts (the headline); the others read the same detectors from their own
+  training episodes; every generation is rated by TrueSkill per role (:mod:`.evaluation`);
 * a start-state curriculum (``curriculum``) sets after every generation, from its
   standard-layout phase rates, which share of the training episodes starts with boxes by
   the doors and which with the ramp near a door, at a reach set the way automatic domain
@@ -40,7 +41,7 @@ from typing import Any
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.training.hide_and_seek.config import HideAndSeekLeagueConfig
-from arena.training.hide_and_seek.evaluation import GenerationEvaluator, GenerationSummary, rate
+from arena.training.hide_and_seek.evaluation import GenerationEvaluator, GenerationSummary, TrainingRates, rate
 from arena.training.hide_and_seek.pools import RolePools
 from arena.training.hide_and_seek.state import read_state, read_tensors, write_state
 from arena.training.state import LeagueDir
@@ -116,19 +117,28 @@ class HideAndSeekLeague:
             curriculum.apply(core, boxes_always=self.cfg.ppo.box_by_door)
 
     # -- generations -------------------------------------------------------------------
-    def _close_generation(self, g: int) -> GenerationSummary:
-        """Snapshot generation ``g`` into the pools, evaluate it, rate, save the league."""
+    def _close_generation(self, g: int, training: TrainingRates | None = None) -> GenerationSummary:
+        """Snapshot generation ``g`` into the pools, evaluate it (every ``eval_every``-th; else read
+        its ``training`` episodes), rate, save the league."""
         trainer = self.trainer
         shas = self.role_pools.put(g, trainer.generations[g], self.cfg.ppo.hidden)
-        stats, matches = self.evaluator.evaluate(trainer, g)
+        train = training.stats() if training is not None else None
+        evaluated = train is None or g % max(1, self.cfg.eval_every) == 0
+        if evaluated:
+            stats, matches = self.evaluator.evaluate(trainer, g)
+            stage = self.evaluator.ramp_stage_defense(trainer, g, self.curriculum)
+        else:
+            stats, matches = train, training.matches(g)
+            stage = train["ramp_stage_defense"] if self.curriculum.ramps else None
         self.matches.extend(matches)
         summary = GenerationSummary(
             generation=g, updates=trainer.updates, env_steps=trainer.total_steps,
             train_seconds=self.train_seconds, phase_rates=stats["phase_rates"],
             door_block_rate=stats["door_block_rate"], hider_win_rate=stats["hider_win_rate"],
             hider_sha256=shas["hider"], seeker_sha256=shas["seeker"], curriculum=self.curriculum.boxes,
-            ramp_curriculum=self.curriculum.ramps, ramp_reach=self.curriculum.reach,
-            ramp_stage_defense=self.evaluator.ramp_stage_defense(trainer, g, self.curriculum),
+            ramp_curriculum=self.curriculum.ramps, ramp_reach=self.curriculum.reach, ramp_stage_defense=stage,
+            evaluated=evaluated, phase_episodes=stats.get("phase_episodes", self.cfg.eval_episodes),
+            training_phase_rates=train["phase_rates"] if train else {},
         )
         self.generations.append(summary)
         self.set_curriculum(self.rule.after(self.curriculum, summary.phase_rates, summary.ramp_stage_defense))
@@ -158,11 +168,13 @@ class HideAndSeekLeague:
             if per_generation and time.perf_counter() + per_generation > deadline:
                 break
             start = time.perf_counter()
+            training = TrainingRates()
             for _ in range(self.cfg.updates_per_generation):
                 stats = self.trainer.update()
                 self.train_seconds += stats.seconds
                 self.role_pools.record(self.trainer.last_plan, self.trainer.last_returns)
-            summary = self._close_generation(self.trainer.freeze())
+                training.add(self.trainer.last_episodes)
+            summary = self._close_generation(self.trainer.freeze(), training)
             per_generation = time.perf_counter() - start
             log.info("generation %d: %s", summary.generation, summary.phase_rates)
             if on_generation is not None:

@@ -15,7 +15,8 @@ unpublished):
   (:func:`arena.read.grid_frames.match_phases`) count for the generation and give each
   phase its first replayable occurrence;
 * builds the league's :class:`~league.evaluation.phases.PhaseTimeline` (the evaluation's phase
-  rates over ``eval_episodes`` standard-layout episodes, plus the recorded episodes;
+  rates over ``eval_episodes`` standard-layout episodes, or a generation's training episodes
+  that started as the standard layout, plus the recorded episodes;
   hider and seeker TrueSkill per generation) and publishes it
   (:func:`arena.training.phases.publish_timeline`) for ``/leagues/{id}`` and
   ``/api/v1/leagues/{id}/timeline``.
@@ -191,7 +192,7 @@ def make_timeline(generations: Iterable[Mapping[str, Any]], eval_episodes: int,
     timeline = PhaseTimeline()
     for s in generations:
         if s["phase_rates"]:
-            timeline.add_rates(s["generation"], s["phase_rates"], eval_episodes)
+            timeline.add_rates(s["generation"], s["phase_rates"], s.get("phase_episodes") or eval_episodes)
         for role in ROLES:
             timeline.set_rating(s["generation"], role, s[f"{role}_mu"], s[f"{role}_sigma"])
     for rec in recorded:

@@ -16,7 +16,9 @@ The tensors are written first, then the JSON that refers to them (each atomicall
 the JSON always describes tensors that exist. :func:`read_state` reads every version
 ever written: version 1 is the unversioned state of before (its trainer config split a
 pass by ``minibatch_size``), version 2 the state before the trainer's ``critic`` choice
-(its critics are ``local``); each is upgraded on reading.
+(its critics are ``local``), version 3 the state before ``eval_every`` and ``ramp_use_gate`` (it
+evaluated every generation and gated the ramp stage on forts alone, and keeps doing so);
+each is upgraded on reading.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import torch
 from agents.checkpoint import atomic_write
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
 
-STATE_VERSION = 3
+STATE_VERSION = 4
 STATE_FILE = "hide_and_seek.json"
 TENSOR_FILE = "hide_and_seek_trainer.safetensors"
 
@@ -50,6 +52,8 @@ def upgrade(saved: dict[str, Any]) -> dict[str, Any]:
         state.setdefault("ramp_reach", 0.0)
     if version <= 2:
         state["config"] = {**state["config"], "ppo": {"critic": "local", **state["config"]["ppo"]}}
+    if version <= 3:
+        state["config"] = {"eval_every": 1, "ramp_use_gate": False, **state["config"]}
     state["version"] = STATE_VERSION
     return state
 
