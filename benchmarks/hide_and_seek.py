@@ -50,6 +50,18 @@ actions and reset together, as the trainer does; only ``reset`` and ``step`` are
     python benchmarks/hide_and_seek.py --smoke   # seconds, tiny sizes: checks that it runs (the suite's)
     python benchmarks/hide_and_seek.py --scripted   # no training: is ramp defense feasible at all?
     python benchmarks/hide_and_seek.py --core-only   # the v1 cores' speed alone (seconds)
+    python benchmarks/hide_and_seek.py --speed   # the whole loop against --classic-loop (minutes)
+
+``--speed`` (issue 30) runs the whole loop (updates, evaluation, snapshots, saves) of the
+defaults and of ``--classic-loop`` (the loop before issue 30: the numpy core, the critic
+called per step, 4 passes of 6 minibatches, every generation evaluated) for
+``--speed-minutes`` each, pinned to one CPU with one torch thread; its JSON is the default
+run's keys with ``env_steps_per_s`` the loop's env steps per wall second, plus
+``baseline_env_steps_per_s``, ``speedup``, ``baseline_config``. ``--smoke`` also runs a
+tiny speed comparison (its ``speedup`` means nothing at those sizes). Every run's JSON has
+``evaluated`` (per generation: standard-layout evaluation, else its training episodes) and
+``rate_agreement`` (over evaluated generations, evaluation vs training-episode rates per
+phase). Measured: docs/leagues.md, "A cheaper learner loop".
 
 ``--scripted`` trains nothing: planned hider teams (:mod:`agents.hide_and_seek.feasibility`:
 one hider builds the fort while the other defends the ramp, each plan searched exactly
