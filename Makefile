@@ -37,7 +37,7 @@ browser:
 
 ## test: install dev dependencies and run the whole suite (slow, ray, postgres included).
 test: $(DEVSTAMP) browser
-	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
+	$(VENV)/bin/pytest -n 2 --dist loadgroup -q --durations=25
 
 bench: $(STAMP)
 	$(PY) benchmarks/engine.py

@@ -441,8 +441,8 @@ def main(argv: list[str] | None = None) -> dict:
         return core
     if args.smoke:
         args.minutes, args.num_envs, args.minibatches, args.epochs, args.device, args.threads = \
-            0.15, 16, 4, 1, "cpu", 1
-        args.updates_per_generation, args.eval_episodes, args.speed_minutes = 1, 8, 0.1
+            0.1, 16, 4, 1, "cpu", 1
+        args.updates_per_generation, args.eval_episodes, args.speed_minutes = 1, 8, 0.04
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(args.threads)
     gpu = torch.cuda.is_available() and args.device in ("auto", "cuda")
