@@ -1,7 +1,7 @@
 """Where hide-and-seek PPO's episodes run: the numpy core on the host, or the torch core on a device.
 
 :class:`agents.trainers.hide_and_seek.ppo.HideAndSeekPPO` plays its episodes through one
-of these two with the same tensor interface (``reset``, ``step``, ``critic_state``, ``door_block_rate``):
+of these two with the same tensor interface (``reset``, ``step``, ``critic_state``, ``door_blocked``):
 
 * :class:`HostEpisodes` - :class:`envs.hide_and_seek.core.HideAndSeekCore` (numpy), the
   CPU default; observations cross into torch once per step.
@@ -111,10 +111,6 @@ class HostEpisodes:
     def _to(self, array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array).to(self.device)
 
-    def door_block_rate(self) -> float:
-        """Share of episodes whose doors all held a box when preparation ended."""
-        return float(self.core.door_block_status(locked=False).mean())
-
     def door_blocked(self) -> np.ndarray:
         """``(n,)`` the episodes whose doors all held a box when preparation ended."""
         return self.core.door_block_status(locked=False).copy()
@@ -170,9 +166,6 @@ class DeviceEpisodes:
     def critic_state(self) -> torch.Tensor:
         """The core's full state for a centralized critic, ``(n, d)`` float32."""
         return self.core.critic_state()
-
-    def door_block_rate(self) -> float:
-        return float(self.core.door_block_status(locked=False).float().mean())
 
     def door_blocked(self) -> np.ndarray:
         return self.core.door_block_status(locked=False).cpu().numpy()

@@ -48,6 +48,12 @@ class EpisodeResults:
 
 
 @torch.no_grad()
+def winners(hider_score: np.ndarray) -> np.ndarray:
+    """Winner per episode from the summed hider team reward: 0 hiders (positive), 1 seekers
+    (negative), -1 a draw."""
+    return np.where(hider_score > 0, HIDERS, np.where(hider_score < 0, SEEKERS, -1))
+
+
 def play_episodes(
     core: HideAndSeekCore,
     hider: nn.Module,
@@ -76,10 +82,9 @@ def play_episodes(
             actions[:, cols] = act.view(n, len(cols)).numpy()
         obs, rewards, _, mask = core.step(actions)
         score += rewards[:, 0]
-    winner = np.where(score > 0, HIDERS, np.where(score < 0, SEEKERS, -1))
     return EpisodeResults(
         hider_score=score,
-        winner=winner,
+        winner=winners(score),
         door_blocked=core.door_block_status(locked=False).copy(),
         door_locked=core.door_block_status(locked=True).copy(),
         phases={k: v.copy() for k, v in core.phases().items()} if hasattr(core, "phases") else {},

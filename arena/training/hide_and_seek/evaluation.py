@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from agents.trainers.hide_and_seek.episodes import TrainingEpisodes
-from agents.trainers.hide_and_seek.evaluation import evaluate_generation, evaluation_actions, play_episodes
+from agents.trainers.hide_and_seek.evaluation import evaluate_generation, evaluation_actions, play_episodes, winners
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig, make_core
 from envs.hide_and_seek.curriculum import CurriculumState
 from envs.hide_and_seek.rules import ROLES
@@ -143,11 +143,6 @@ class GenerationEvaluator:
         return float(res.phases["ramp_defense"].mean())
 
 
-def _winners(hider_score: np.ndarray) -> np.ndarray:
-    """Winner per episode: 0 hiders (positive score), 1 seekers (negative), -1 a draw."""
-    return np.where(hider_score > 0, 0, np.where(hider_score < 0, 1, -1))
-
-
 @dataclass
 class TrainingRates:
     """One generation's training episodes (:class:`agents.trainers.hide_and_seek.episodes.TrainingEpisodes`
@@ -190,12 +185,12 @@ class TrainingRates:
         game against a past generation (``(hider generation, seeker generation, winner)``)."""
         out: list[tuple[int, int, int]] = []
         for i, e in enumerate(self.episodes):
-            winners = _winners(e.hider_score)
+            won = winners(e.hider_score)
             if i == len(self.episodes) - 1:
-                out.extend((g, g, int(w)) for w in winners[e.self_play()])
+                out.extend((g, g, int(w)) for w in won[e.self_play()])
             for opponent, entry in e.plan.items():
                 if entry is not None:
                     rows, past = entry
                     pair = (g, past) if opponent == "seeker" else (past, g)
-                    out.extend((*pair, int(w)) for w in winners[rows])
+                    out.extend((*pair, int(w)) for w in won[rows])
         return out
