@@ -306,8 +306,10 @@ def run_config(league: HideAndSeekLeague) -> dict:
 
 def train_run(args: argparse.Namespace, pool: RedisSnapshotPool, data_dir: Path, shaped: bool,
               minutes: float, name: str | None = None) -> tuple[dict, HideAndSeekLeague]:
-    """One league run of ``minutes`` (printing a row per generation); its result dict."""
-    start = time.perf_counter()
+    """One league run of ``minutes`` (printing a row per generation); its result dict.
+    ``--cpu-clock``: minutes of this process's CPU time, not of the wall clock."""
+    clock = time.process_time if args.cpu_clock else time.perf_counter
+    start, wall_start = clock(), time.perf_counter()
     name = name or ("bench-shaped" if shaped else "bench")
     league = HideAndSeekLeague(pool, data_dir, league_config(args, shaped, name))
     if league.cfg.ppo.shaped != shaped:
@@ -323,11 +325,12 @@ def train_run(args: argparse.Namespace, pool: RedisSnapshotPool, data_dir: Path,
     print(" gen  upds   env steps  chasing   fort  ramp_use  ramp_defense  hider_mu  seeker_mu"
           "  train_fort  boxes/ramp  reach  stage_defense")
     print(row(league.generations[0]) + "   (baseline: untrained)")
-    left = minutes - (time.perf_counter() - start) / 60.0
-    steps, loop_start = league.trainer.total_steps, time.perf_counter()
-    league.run(left, on_generation=lambda s: print(row(s), flush=True))
-    loop_s = time.perf_counter() - loop_start
-    result = {"shaped": ppo.shaped, **summarise(league), "wall_s": round(time.perf_counter() - start, 1),
+    left = minutes - (clock() - start) / 60.0
+    steps, loop_start = league.trainer.total_steps, clock()
+    league.run(left, on_generation=lambda s: print(row(s), flush=True), clock=clock)
+    loop_s = clock() - loop_start
+    result = {"shaped": ppo.shaped, **summarise(league), "wall_s": round(time.perf_counter() - wall_start, 1),
+              "budget_s": round(clock() - start, 1), "budget_clock": "cpu" if args.cpu_clock else "wall",
               "loop_env_steps_per_s": round((league.trainer.total_steps - steps) / loop_s, 1),
               "device": str(league.trainer.device), "config": run_config(league)}
     return result, league
@@ -424,6 +427,8 @@ def main(argv: list[str] | None = None) -> dict:
                    help="how far the ramp stage's reach moves per generation (0: ramp next to a hider by the door)")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument("--cpu-clock", action="store_true",
+                   help="--minutes counts this process's CPU time (runs side by side on a busy machine)")
     p.add_argument("--data-dir", default=None, help="keep (and resume) the leagues here")
     p.add_argument("--smoke", action="store_true", help="tiny sizes, seconds: checks that it runs")
     p.add_argument("--scripted", action="store_true",
