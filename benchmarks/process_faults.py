@@ -358,7 +358,8 @@ def run(args) -> dict:
         env = {**os.environ, "PYTHONPATH": str(_ROOT), "ARENA_DATA_DIR": str(settings.data_dir),
                "ARENA_DATABASE_URL": settings.database_url, "ARENA_REDIS_URL": redis_server.url,
                "ARENA_ENVS": ENV, "ARENA_PROBE_CONCURRENCY": "0", "ARENA_PROBE_AUTO": "false",
-               "ARENA_LOG_LEVEL": "WARNING", **LIMITS}
+               "ARENA_LOG_LEVEL": "WARNING", "ARENA_WORK_STALE_S": str(args.lease_s),
+               "ARENA_CONNECTED_SLOT_TTL_S": str(max(5.0, args.lease_s)), **LIMITS}
         fleet = Fleet(tmp, env, {"api_a": free_port(), "api_b": free_port()}, args.max_rate)
         clients: list[subprocess.Popen] = []
         with open_services(settings) as services:
@@ -446,10 +447,13 @@ def main() -> None:
     parser.add_argument("--max-rate", type=float, default=200.0, help="the service's rated matches/s")
     parser.add_argument("--drain-s", type=float, default=150.0, help="longest wait for the work to drain")
     parser.add_argument("--slots-s", type=float, default=45.0, help="longest wait for dead processes' leases")
+    parser.add_argument("--lease-s", type=float, default=30.0,
+                        help="a dead process's claims and sockets lapse after this (ARENA_WORK_STALE_S and "
+                             "ARENA_CONNECTED_SLOT_TTL_S)")
     parser.add_argument("--postgres", action="store_true", help="on a scratch PostgreSQL database, not SQLite")
     parser.add_argument("--postgres-url", default=POSTGRES_URL, help="the PostgreSQL server (any database on it)")
     args = parse_with_smoke(parser, "seconds, tiny sizes (the suite runs this)",
-                            seconds=8.0, kill_every=2.5, people=2, upload_every=2.0)  # each killed once
+                            seconds=8.0, kill_every=2.5, people=2, upload_every=2.0, lease_s=6.0)  # each killed once
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
     out = run(args)

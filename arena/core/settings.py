@@ -35,10 +35,13 @@ Every field has a default that works on a fresh machine::
     ARENA_CLIENT_WRITES_PER_MINUTE    600 writes per client address
     ARENA_CHALLENGE_MATCHES_PER_HOUR  2000 challenge matches per user
     ARENA_CHALLENGES_IN_FLIGHT        2 challenges per user queued or playing at a time
-    ARENA_CONNECTED_PER_USER          16 live connected-agent sockets per user (per API process)
-    ARENA_CONNECTED_SOCKETS_PER_ADDRESS  64 open agent sockets per client address (per API process)
+    ARENA_CONNECTED_PER_USER          16 live connected-agent sockets per user (counted across API processes)
+    ARENA_CONNECTED_SOCKETS_PER_ADDRESS  64 open agent sockets per client address (across API processes)
     ARENA_CONNECTED_IDLE_S            60 s: a connected client that sends nothing this long is closed (4408)
     (a limit of 0 turns it off; the admin token is never limited)
+    ARENA_CONNECTED_SLOT_TTL_S        30 s: a dead API process's sockets stop counting against the limits after this
+    ARENA_WORK_STALE_S                30 s: a person's game, challenge or tournament game claimed by a service
+                                      that died is queued again after this long without a heartbeat
     ARENA_TRICKLE_MATCHES_PER_S  0 rated matches/s per env once its board has settled (drift checks only)
     ARENA_LADDER_SETTLE       true (false: ladders play flat out forever, the old way)
     ARENA_REPLAY_RETENTION_DAYS  30 (action lists of older matches nobody kept dropped; 0 keeps all)
@@ -163,6 +166,15 @@ class Settings(BaseSettings):
     connected_idle_s: float = Field(
         default=60.0, gt=0.0, le=3600.0, description="Seconds a connected-agent client may send nothing (not "
         "even a ping) before its socket is closed with 4408 (clients ping every 20 s)."
+    )
+    connected_slot_ttl_s: float = Field(
+        default=30.0, ge=5.0, le=3600.0, description="Seconds a socket's slot counts unless its API process renews "
+        "it (every 2 s): the sockets of a process that died stop counting against the limits after this."
+    )
+    work_stale_s: float = Field(
+        default=30.0, ge=3.0, le=3600.0, description="Seconds a claimed person's game, challenge or tournament game "
+        "may go without its service's heartbeat before it is queued again (the service died). Heartbeats and "
+        "sweeps run at a sixth and a third of it, at most every 5 and 10 s."
     )
     probe_auto: bool = Field(
         default=True, description="Queue an exploitability probe for every submitted agent once it is rated."

@@ -72,6 +72,7 @@ from arena.ladder.people import HumanMatchQueue
 from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import ladder_envs, register_builtin_agents
 from arena.ladder.retention import ReplayRetention
+from arena.ladder.work_queue import queue_timings
 from arena.runners import MatchRunner
 from arena.snapshots.cache import load_snapshot_policy
 from arena.storage.db import repositories as repo
@@ -154,9 +155,10 @@ class BackgroundService(ServiceLoop):
         self.pacer = LadderPacer(replace(self.config.pacing, batch_size=self.config.batch_size), seed=self.seed)
         self.engine = MatchEngine(time_budget_s=VALIDATION_TIME_BUDGET_S)
         self.lane = ConnectedLane(services)
-        self.people = HumanMatchQueue(services, self.lane)
-        self.challenges = ChallengeQueue(services, self.lane)
-        self.tournament_games = TournamentGames(services)
+        timings = queue_timings(services.settings.work_stale_s)
+        self.people = HumanMatchQueue(services, self.lane, **timings)
+        self.challenges = ChallengeQueue(services, self.lane, **timings)
+        self.tournament_games = TournamentGames(services, **timings)
         self.broker = services.connected_policies().broker
         self.fingerprints = FingerprintWorker(FingerprintStore(services.pool, services.redis, services.pool.keys,
                                                                max_bytes=services.settings.max_upload_bytes))

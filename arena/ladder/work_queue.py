@@ -57,6 +57,13 @@ MAX_ATTEMPTS = 3
 KEEP_FINISHED_S = 7 * 86_400
 """A done or failed item's record is kept this long."""
 
+
+def queue_timings(stale_s: float = STALE_S) -> dict[str, float]:
+    """A worker's ``stale_s``, ``heartbeat_s`` and ``sweep_s`` for a given staleness (the
+    ``ARENA_WORK_STALE_S`` setting): heartbeats six times and sweeps three times per
+    ``stale_s``, never rarer than the defaults."""
+    return {"stale_s": stale_s, "heartbeat_s": min(HEARTBEAT_S, stale_s / 6), "sweep_s": min(SWEEP_S, stale_s / 3)}
+
 # KEYS: record. ARGV: now, owner, max attempts. Queued -> playing (1), or over its
 # attempts (-1, still marked playing so that its new owner fails it); else 0 (someone
 # else took it, or it was finished).

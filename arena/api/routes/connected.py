@@ -57,7 +57,8 @@ def _slots(websocket: WebSocket, client: aredis.Redis, services: Services) -> Co
     state = websocket.app.state
     slots = getattr(state, "connected_slots", None)
     if slots is None or slots.client is not client:
-        slots = state.connected_slots = ConnectionSlots(client, services.pool.keys)
+        slots = state.connected_slots = ConnectionSlots(client, services.pool.keys,
+                                                        services.settings.connected_slot_ttl_s)
     return slots
 
 
