@@ -72,6 +72,12 @@ class ConnectedBroker:
         raw = self.client.get(self.keys.connected_online(agent_id))
         return None if raw is None else Presence.from_json(raw)
 
+    def presence_seen(self, agent_id: int) -> tuple[Presence | None, float | None]:
+        """The agent's live connection (``None``: offline) and the unix seconds its last
+        connection was released (``None``: never), in one round trip."""
+        raw, seen = self.client.mget([self.keys.connected_online(agent_id), self.keys.connected_seen(agent_id)])
+        return (None if raw is None else Presence.from_json(raw)), (None if seen is None else float(seen))
+
     def presences(self, agent_ids: list[int]) -> dict[int, Presence | None]:
         """Presence of many agents in one round trip."""
         if not agent_ids:

@@ -152,20 +152,29 @@ class ConnectedPolicy:
         return _judge(reply.get("actions"), mask, banks, self.agent_id)
 
     def _await_presence(self) -> Presence | None:
-        """The agent's connection, waiting up to the grace for one that just dropped.
+        """The agent's connection, waiting for one that dropped less than the grace ago.
 
-        A presence seen in the last :data:`PRESENCE_FRESH_S` is trusted without asking
-        Redis again (a drop after it is noticed while waiting for the answer)."""
+        The grace runs from the drop (the gateway notes when it released the socket), not
+        from this request: an agent gone longer, or never connected, is answered at once,
+        so a batch with many offline agents does not wait a grace for each. A presence seen
+        in the last :data:`PRESENCE_FRESH_S` is trusted without asking Redis again (a drop
+        after it is noticed while waiting for the answer)."""
         cached = self._presence
         if cached is not None and time.monotonic() - cached[0] < PRESENCE_FRESH_S:
             return cached[1]
-        give_up = time.monotonic() + self.clock.grace_s
+        give_up = None
         while True:
-            presence = self.broker.presence(self.db_id)
-            self._presence = None if presence is None else (time.monotonic(), presence)
-            if presence is not None or time.monotonic() >= give_up:
+            presence, seen = self.broker.presence_seen(self.db_id)
+            now = time.monotonic()
+            self._presence = None if presence is None else (now, presence)
+            if presence is not None:
                 return presence
-            time.sleep(min(POLL_S, max(0.0, give_up - time.monotonic())))
+            if give_up is None:
+                since_drop = float("inf") if seen is None else max(0.0, time.time() - seen)
+                give_up = now + max(0.0, self.clock.grace_s - since_drop)
+            if now >= give_up:
+                return None
+            time.sleep(min(POLL_S, give_up - now))
 
     def _wait(self, request_id: str, sent: float, deadline: float) -> tuple[dict | None, str]:
         """The reply, or ``(None, "timeout" | "disconnected")``."""
