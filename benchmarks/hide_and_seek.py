@@ -46,6 +46,7 @@ actions and reset together, as the trainer does; only ``reset`` and ``step`` are
 
     nice python benchmarks/hide_and_seek.py --minutes 60 --data-dir runs/hs-honest   # the headline
     nice python benchmarks/hide_and_seek.py --minutes 60 --critic local   # critics on each agent's own view
+    nice python benchmarks/hide_and_seek.py --minutes 60 --exploiters 1   # one exploiter per role
     nice python benchmarks/hide_and_seek.py --ablation --minutes 60   # honest, then shaped: two hours
     python benchmarks/hide_and_seek.py --smoke   # seconds, tiny sizes: checks that it runs (the suite's)
     python benchmarks/hide_and_seek.py --scripted   # no training: is ramp defense feasible at all?
@@ -62,6 +63,16 @@ tiny speed comparison (its ``speedup`` means nothing at those sizes). Every run'
 ``evaluated`` (per generation: standard-layout evaluation, else its training episodes) and
 ``rate_agreement`` (over evaluated generations, evaluation vs training-episode rates per
 phase). Measured: docs/leagues.md, "A cheaper learner loop".
+
+``--exploiters N`` adds N exploiters per role (:mod:`arena.training.hide_and_seek.exploiters`:
+trained only against the current mains, frozen into the mains' pools when they win,
+reset to the main's weights when they stop); each generation's row then ends with every
+exploiter's score against the other role's main and its edge over its own main's
+self-play score (``*``: frozen, ``r``: reset), and the JSON's
+``exploiters`` holds ``per_role``, per role its ``snapshots`` and ``resets``, and
+``edges`` (per generation, per role, each exploiter's edge). ``--cpu-clock`` counts
+``--minutes`` in this process's CPU time, so runs side by side on a busy machine get the
+same compute (the JSON's ``budget_clock``, ``budget_s``).
 
 ``--scripted`` trains nothing: planned hider teams (:mod:`agents.hide_and_seek.feasibility`:
 one hider builds the fort while the other defends the ramp, each plan searched exactly
@@ -161,6 +172,9 @@ def summarise(league: HideAndSeekLeague) -> dict:
         "seeker_mu": [round(s.seeker_mu, 2) for s in gens],
         "evaluated": [s.evaluated for s in gens],
         "rate_agreement": rate_agreement(gens),
+        "exploiters": {"per_role": league.cfg.ppo.exploiters, **league.exploiters.summary(),
+                       "edges": [{role: [e["edge"] for e in s.exploiters if e["role"] == role]
+                                   for role in ("hider", "seeker")} for s in gens[1:]]},
     }
 
 
@@ -180,7 +194,9 @@ def row(s: GenerationSummary) -> str:
     return (f"{s.generation:4d} {s.updates:6d} {s.env_steps:11,d} {r.get('chasing', 0):8.3f} {r.get('fort', 0):6.3f} "
             f"{r.get('ramp_use', 0):9.3f} {r.get('ramp_defense', 0):13.3f} {s.hider_mu:8.2f} {s.seeker_mu:9.2f}"
             f" {s.door_block_rate:10.3f} {s.curriculum:5.2f}/{s.ramp_curriculum:4.2f}"
-            + ("" if s.ramp_stage_defense is None else f" {s.ramp_reach:5.2f} {s.ramp_stage_defense:11.3f}"))
+            + ("" if s.ramp_stage_defense is None else f" {s.ramp_reach:5.2f} {s.ramp_stage_defense:11.3f}")
+            + "".join(f"  x{e['role'][0]}{e['index']} {e['score']:.2f}{e['edge']:+.2f}{'*' if e['snapshot'] else ''}"
+                      f"{'r' if e['reset'] else ''}" for e in s.exploiters))
 
 
 def _core_rate(backend: str, n_envs: int, seconds: float, seed: int) -> float:
@@ -275,7 +291,7 @@ def league_config(args: argparse.Namespace, shaped: bool, name: str) -> HideAndS
     ppo = default_v1_ppo(args.seed, shaped=shaped)
     bonuses = {k: getattr(args, k) for k in BONUSES if getattr(args, k) is not None}
     ppo = replace(ppo, epochs=args.epochs, device=args.device, gamma=args.gamma, critic=args.critic,
-                  **args.sizes, **bonuses)
+                  exploiters=args.exploiters, **args.sizes, **bonuses)
     cfg = HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=args.updates_per_generation,
                                   eval_episodes=args.eval_episodes, eval_every=args.eval_every,
                                   curriculum=not args.no_curriculum, curriculum_share=args.curriculum_share,
@@ -347,6 +363,7 @@ def speed(args: argparse.Namespace, pool: RedisSnapshotPool, data_dir: Path) -> 
     torch.set_num_threads(1)
     args.device = "cpu"
     args.sizes = {**args.sizes, "layout_bank": 0}
+    args.exploiters = 0  # both loops as they were measured: mains only
     rates = {}
     try:
         for name, classic in (("baseline", True), ("ours", False)):
@@ -407,6 +424,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--eval-episodes", type=int, default=256)
     p.add_argument("--eval-every", type=int, default=HideAndSeekLeagueConfig.eval_every,
                    help="standard-layout evaluation every this many generations (the others: training episodes)")
+    p.add_argument("--exploiters", type=int, default=0, help="exploiters per role (AlphaStar's main exploiters)")
     p.add_argument("--classic-loop", action="store_true",
                    help="the learner loop before issue 30 (numpy core, per-step critic, every generation evaluated)")
     p.add_argument("--speed", action="store_true",
@@ -448,6 +466,7 @@ def main(argv: list[str] | None = None) -> dict:
         args.minutes, args.num_envs, args.minibatches, args.epochs, args.device, args.threads = \
             0.1, 16, 4, 1, "cpu", 1
         args.updates_per_generation, args.eval_episodes, args.speed_minutes = 1, 8, 0.04
+        args.exploiters = max(1, args.exploiters)  # the exploiters' path too
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(args.threads)
     gpu = torch.cuda.is_available() and args.device in ("auto", "cuda")

@@ -45,7 +45,7 @@ SMOKE: dict[str, tuple[set[str], tuple[pytest.MarkDecorator, ...]]] = {
                           "ramp_defense_rate_max", "first_generation", "phases_in_order", "hider_mu", "seeker_mu",
                           "wall_s", "device", "config", "shaped", "baseline_rates", "core_steps_per_s",
                           "baseline_core_steps_per_s", "core_speedup", "baseline_env_steps_per_s", "speedup",
-                          "rate_agreement", "evaluated"}, ()),
+                          "rate_agreement", "evaluated", "exploiters"}, ()),
     "idle.py": ({"cpu_share_settled", "db_growth_mb_per_hour", "file_growth_mb_per_hour", "matches_per_s_settled",
                  "settled", "settle_s", "baseline_cpu_share", "baseline_db_growth_mb_per_hour",
                  "baseline_file_growth_mb_per_hour", "baseline_matches_per_s", "window_s", "trickle_matches_per_s",

@@ -243,13 +243,15 @@ def test_a_version_3_state_resumes_with_its_loop_and_its_ramp_gate(redis_url: st
     league.run(5.0, max_generations=2)
     path = tmp_path / "leagues" / "v3" / STATE_FILE
     saved = json.loads(path.read_text())
-    for key in ("eval_every", "ramp_use_gate"):
+    for key in ("eval_every", "ramp_use_gate", "exploiter_margin", "exploiter_patience"):
         del saved["config"][key]
-    for key in ("core_backend", "batched_values"):
+    for key in ("core_backend", "batched_values", "exploiters", "exploiter_share"):
         del saved["config"]["ppo"][key]
     for s in saved["generations"]:
-        for key in ("evaluated", "phase_episodes", "training_phase_rates"):
+        for key in ("evaluated", "phase_episodes", "training_phase_rates", "exploiters"):
             del s[key]
+    for key in ("exploiters", "exploiter_snapshots"):
+        del saved[key]
     path.write_text(json.dumps({**saved, "version": 3}))
     again = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny("v3"))
     assert again.resumed and again.trainer.updates == league.trainer.updates
@@ -257,3 +259,67 @@ def test_a_version_3_state_resumes_with_its_loop_and_its_ramp_gate(redis_url: st
     again.run(5.0, max_generations=3)
     assert [s.evaluated for s in again.generations] == [True, True, True]
     assert json.loads(path.read_text())["version"] == STATE_VERSION
+
+
+def exploiting(name: str, **rule) -> HideAndSeekLeagueConfig:
+    """:func:`tiny` with one exploiter per role (4 of the 32 envs each, after the past opponents' 6)."""
+    cfg = replace(tiny(name), **rule)
+    cfg.ppo = replace(cfg.ppo, exploiters=1, exploiter_share=0.25)
+    return cfg
+
+
+def test_exploiters_that_win_join_the_pools_and_the_mains_meet_them(redis_url: str, tmp_path: Path) -> None:
+    """``exploiter_margin=-1``: every generation counts as a win, so each exploiter is frozen into its
+    role's pool after every generation; PFSP then draws the frozen ones for the mains, the
+    timeline shows them apart, and a resumed league has them all back."""
+    torch.set_num_threads(1)
+    league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, exploiting("x-win", exploiter_margin=-1.0))
+    assert league.trainer.exploiter_rows == {"hider": [slice(6, 10)], "seeker": [slice(10, 14)]}
+    league.run(5.0, max_generations=3)
+    episodes = league.trainer.last_episodes
+    assert not episodes.self_play()[6:14].any() and episodes.self_play()[14:].all()
+    for g in league.generations[1:]:
+        assert [(e["role"], e["snapshot"], e["reset"]) for e in g.exploiters] == [
+            ("hider", f"x{g.generation - 1}", False), ("seeker", f"x{g.generation - 1}", False)]
+        assert all(0.0 <= e["score"] <= 1.0 for e in g.exploiters)
+    for role in ("hider", "seeker"):
+        assert len(league.exploiter_shas[role]) == 2 and len(league.trainer.exploiter_snapshots[role]) == 2
+        members = set(league.pool.list(league.pools[role]))
+        assert members == {getattr(s, f"{role}_sha256") for s in league.generations} | set(league.exploiter_shas[role])
+        picks = {league.role_pools.pick(role, 3, league.exploiters.snapshot_keys(role)) for _ in range(200)}
+        assert picks == {0, 1, 2, "x0", "x1"}
+        frozen = league.trainer.frozen_actor("x1", role)
+        snapshot = league.trainer.exploiter_snapshots[role][1]
+        assert all(torch.equal(v, frozen.state_dict()[k]) for k, v in snapshot.items())
+    roles = ("hider", "seeker")
+    assert league.exploiters.summary() == {r: {"exploiters": 1, "snapshots": 2, "resets": 0} for r in roles}
+
+    again = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, exploiting("x-win", exploiter_margin=-1.0))
+    assert again.resumed and again.exploiters.to_json() == league.exploiters.to_json()
+    for role in ("hider", "seeker"):
+        mine, theirs = again.trainer.exploiters[role][0], league.trainer.exploiters[role][0]
+        assert all(torch.equal(a, b) for a, b in zip(mine.parameters(), theirs.parameters(), strict=True))
+        for mine, theirs in zip(again.trainer.exploiter_snapshots[role], league.trainer.exploiter_snapshots[role]):
+            assert all(torch.equal(mine[k], theirs[k]) for k in mine)
+    again.run(5.0, max_generations=4)
+    assert again.exploiters.summary()["hider"]["snapshots"] == 3
+
+
+def test_an_exploiter_that_stops_winning_starts_again_from_the_main(redis_url: str, tmp_path: Path) -> None:
+    """No edge passes ``exploiter_margin=1`` and ``exploiter_patience`` is 1: after every
+    generation each exploiter is reset to its main's weights (actor and critic), never frozen.
+    Between two resets it learns on its own envs, away from the main."""
+    torch.set_num_threads(1)
+    league = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path,
+                               exploiting("x-reset", exploiter_margin=1.0, exploiter_patience=1))
+    league.run(5.0, max_generations=2)
+    assert [(e["snapshot"], e["reset"]) for e in league.generations[1].exploiters] == [(None, True), (None, True)]
+    trainer = league.trainer
+    for role in ("hider", "seeker"):
+        main, exploiter = trainer.models[role].state_dict(), trainer.exploiters[role][0].state_dict()
+        assert all(torch.equal(main[k], exploiter[k]) for k in main)
+    trainer.update()
+    for role in ("hider", "seeker"):
+        main, exploiter = trainer.models[role].state_dict(), trainer.exploiters[role][0].state_dict()
+        assert not all(torch.equal(main[k], exploiter[k]) for k in main)
+    assert league.exploiters.summary()["seeker"] == {"exploiters": 1, "snapshots": 0, "resets": 1}

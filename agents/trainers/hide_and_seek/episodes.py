@@ -19,7 +19,7 @@ layout (:class:`TrainingEpisodes`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -43,6 +43,7 @@ class TrainingEpisodes:
             curriculum's stages); ``None`` when unknown (layouts picked from a device bank).
         plan: The trainer's opponent plan: per opponent role, ``(envs, past generation)`` or
             ``None`` (every other env was self-play of the learners).
+        exploiters: Per role, the envs where each of its exploiters played it.
     """
 
     phases: dict[str, np.ndarray]
@@ -50,15 +51,33 @@ class TrainingEpisodes:
     door_blocked: np.ndarray
     boxes: np.ndarray | None
     ramps: np.ndarray | None
-    plan: dict[str, tuple[slice, int] | None]
+    plan: dict[str, tuple[slice, int | str] | None]
+    exploiters: dict[str, list[slice]] = field(default_factory=dict)
 
     def self_play(self) -> np.ndarray:
-        """``(n,)`` the envs where both learning teams played (no past generation)."""
+        """``(n,)`` the envs where both learning teams played (no past generation, no exploiter)."""
         mine = np.ones(len(self.hider_score), dtype=bool)
         for entry in self.plan.values():
             if entry is not None:
                 mine[entry[0]] = False
+        for blocks in self.exploiters.values():
+            for rows in blocks:
+                mine[rows] = False
         return mine
+
+    def exploiter_scores(self) -> dict[str, list[tuple[float, float]]]:
+        """Per role, each exploiter's score against the other role's main in these episodes (a
+        win 1, a draw 1/2), beside the score of its own role's main in the self-play episodes
+        (hide-and-seek is not symmetric: untrained seekers win most games, so an exploiter is
+        judged against what its main does)."""
+        hider = (np.sign(self.hider_score) + 1.0) / 2.0
+        main = float(hider[self.self_play()].mean())
+
+        def score(role: str, rows) -> float:
+            return float(hider[rows].mean()) if role == "hider" else 1.0 - float(hider[rows].mean())
+
+        return {role: [(score(role, rows), main if role == "hider" else 1.0 - main) for rows in blocks]
+                for role, blocks in self.exploiters.items()}
 
 
 def stages(core, seeds: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:

@@ -86,6 +86,8 @@ log = logging.getLogger(__name__)
 ENV_IDS = ("hide_and_seek-v0", "hide_and_seek-v1")
 CRITICS = ("local", "central")
 StateDict = dict[str, torch.Tensor]
+Opponent = int | str
+"""A past opponent: a main generation (its index), or an exploiter snapshot (``x<j>``)."""
 
 
 @dataclass
@@ -143,6 +145,13 @@ class HideAndSeekPPOConfig(PPOSettings):
     """the critic's values of a rollout in one call after it (equal to calling it at every
     step: the weights do not change within a rollout); ``False``: one call per step, as the
     loop did before (the benchmark's baseline)"""
+    exploiters: int = 0
+    """exploiters per role (AlphaStar's main exploiters): each plays its role in a block of envs
+    of its own, always against the current learning team of the other role, and learns only
+    there; a league freezes the winning ones into the mains' opponent pools
+    (:mod:`arena.training.hide_and_seek.exploiters`)"""
+    exploiter_share: float = 0.25
+    """share of the envs the exploiters of both roles play in, split evenly among them"""
     critic: str = "local"
     """what each team's critic sees: ``local`` its agent's own observation (as the actor), or
     ``central`` that observation plus the full state of the episode (the core's
@@ -155,6 +164,11 @@ class HideAndSeekPPOConfig(PPOSettings):
             raise ValueError(f"critic must be one of {CRITICS}, got {self.critic!r}")
         if not 0.0 < self.gamma < 1.0:
             raise ValueError(f"gamma must be in (0, 1), got {self.gamma}")
+        if self.exploiters < 0 or not 0.0 < self.exploiter_share < 1.0:
+            raise ValueError(f"need exploiters >= 0 and 0 < exploiter_share < 1, got {self.exploiters}, "
+                             f"{self.exploiter_share}")
+        if self.exploiters and not self.batched_values:
+            raise ValueError("exploiters need batched_values (their critics value their own rows after the rollout)")
 
     @classmethod
     def from_dict(cls, saved: dict[str, Any]) -> HideAndSeekPPOConfig:
@@ -203,6 +217,20 @@ def make_core(
     if device is not None:
         return (TorchHideAndSeekV1Core if v1 else TorchHideAndSeekCore)(n, config, device=device)
     return v1_core(n, config, backend=cfg.core_backend) if v1 else HideAndSeekCore(n, config)
+
+
+def exploiter_rows(cfg: HideAndSeekPPOConfig) -> dict[str, list[slice]]:
+    """Per role, the envs of each of its ``cfg.exploiters`` exploiters: equal blocks of
+    ``exploiter_share`` of the envs together, after the past opponents' ``[0, 2k)``."""
+    start = 2 * round(cfg.num_envs * cfg.past_opponent_share / 2)
+    if not cfg.exploiters:
+        return {role: [] for role in ROLES}
+    size = max(1, round(cfg.num_envs * cfg.exploiter_share / (2 * cfg.exploiters)))
+    if start + 2 * cfg.exploiters * size >= cfg.num_envs:
+        raise ValueError(f"{cfg.num_envs} envs leave no self-play beside {2 * cfg.exploiters} exploiters of "
+                         f"{size} envs each")
+    blocks = [slice(start + j * size, start + (j + 1) * size) for j in range(2 * cfg.exploiters)]
+    return {role: blocks[r * cfg.exploiters:(r + 1) * cfg.exploiters] for r, role in enumerate(ROLES)}
 
 
 def team_rewards(rewards: np.ndarray) -> np.ndarray:
@@ -272,14 +300,23 @@ class HideAndSeekPPO:
             for role, m in self.models.items()
         }
         self.gen = torch.Generator(self.device).manual_seed(cfg.seed)
+        self.exploiter_rows = exploiter_rows(cfg)
+        """per role, the envs where each of its exploiters plays it"""
+        self.exploiters = {role: [self._copy_of_main(role) for _ in rows] for role, rows in self.exploiter_rows.items()}
+        """per role, the exploiters' models (each starts as a copy of the main's)"""
+        self.exploiter_optims = {role: [torch.optim.Adam(x.parameters(), lr=cfg.lr, eps=1e-5) for x in models]
+                                 for role, models in self.exploiters.items()}
+        self.exploiter_snapshots: dict[str, list[StateDict]] = {role: [] for role in ROLES}
+        """per role, the frozen exploiter actors the mains may meet (opponent keys ``x<j>``)"""
         self.generations: list[dict[str, StateDict]] = []
-        self._frozen: dict[tuple[int, str, str], nn.Module] = {}
+        self._frozen: dict[tuple[Opponent, str, str], nn.Module] = {}
         self.total_steps = 0
         self.updates = 0
-        self.pick_opponent: Callable[[str], int] | None = None
-        """a league's choice of the past generation whose ``role`` actor is the past opponent
-        of the other team (default: uniform over the frozen generations)"""
-        self.last_plan: dict[str, tuple[slice, int] | None] = {}
+        self.pick_opponent: Callable[[str], Opponent] | None = None
+        """a league's choice of the past generation (or exploiter snapshot, ``x<j>``) whose
+        ``role`` actor is the past opponent of the other team (default: uniform over the
+        frozen generations)"""
+        self.last_plan: dict[str, tuple[slice, Opponent] | None] = {}
         self.last_returns = np.zeros(0)
         self.last_episodes: TrainingEpisodes | None = None
         """what the last update's episodes showed (phase detectors, outcomes, starts)"""
@@ -294,6 +331,10 @@ class HideAndSeekPPO:
             tensors |= {f"{role}.model.{k}": v.detach().to("cpu", copy=True).contiguous()
                         for k, v in self.models[role].state_dict().items()}
             tensors |= optimizer_tensors(self.optims[role], prefix=f"{role}.optim")
+            for i, x in enumerate(self.exploiters[role]):
+                tensors |= {f"exploiter.{role}.{i}.model.{k}": v.detach().to("cpu", copy=True).contiguous()
+                            for k, v in x.state_dict().items()}
+                tensors |= optimizer_tensors(self.exploiter_optims[role][i], prefix=f"exploiter.{role}.{i}.optim")
         return tensors
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
@@ -302,6 +343,10 @@ class HideAndSeekPPO:
             prefix = f"{role}.model."
             self.models[role].load_state_dict({k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)})
             load_optimizer_tensors(self.optims[role], tensors, prefix=f"{role}.optim")
+            for i, x in enumerate(self.exploiters[role]):
+                prefix = f"exploiter.{role}.{i}.model."
+                x.load_state_dict({k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)})
+                load_optimizer_tensors(self.exploiter_optims[role][i], tensors, prefix=f"exploiter.{role}.{i}.optim")
         self.gen.set_state(tensors["torch_gen"])
         torch.set_rng_state(tensors["torch_rng"])
 
@@ -329,14 +374,37 @@ class HideAndSeekPPO:
         self.generations.append(snap)
         return len(self.generations) - 1
 
-    def frozen_actor(self, generation: int, role: str, device: str | torch.device = "cpu") -> nn.Module:
-        """The frozen actor of ``role`` in ``generation`` on ``device`` (built once, then cached)."""
+    def frozen_actor(self, generation: Opponent, role: str, device: str | torch.device = "cpu") -> nn.Module:
+        """The frozen actor of ``role`` in ``generation`` (or exploiter snapshot ``x<j>``) on
+        ``device`` (built once, then cached)."""
         key = (generation, role, str(device))
         if key not in self._frozen:
             net = build_net("mlp", {"hidden": self.cfg.hidden}, (self.obs_dim,), NUM_ACTIONS)
-            net.load_state_dict(self.generations[generation][role])
+            net.load_state_dict(self.generations[generation][role] if isinstance(generation, int)
+                                else self.exploiter_snapshots[role][int(generation[1:])])
             self._frozen[key] = net.to(device).eval().requires_grad_(False)
         return self._frozen[key]
+
+    # -- exploiters ------------------------------------------------------------------
+    def _copy_of_main(self, role: str) -> TeamModel:
+        model = TeamModel(self.obs_dim, self.cfg.hidden, self.critic_dim).to(self.device)
+        model.load_state_dict(self.models[role].state_dict())
+        return model
+
+    def reset_exploiter(self, role: str, i: int) -> None:
+        """Exploiter ``i`` of ``role`` starts again from the main's weights (actor and critic), with a
+        fresh optimiser."""
+        self.exploiters[role][i].load_state_dict(self.models[role].state_dict())
+        self.exploiter_optims[role][i] = torch.optim.Adam(self.exploiters[role][i].parameters(), lr=self.cfg.lr,
+                                                          eps=1e-5)
+
+    def snapshot_exploiter(self, role: str, i: int) -> str:
+        """Freeze exploiter ``i`` of ``role``'s actor (weights copied) as an opponent of the mains;
+        its opponent key ``x<j>``."""
+        actor = self.exploiters[role][i].actor
+        self.exploiter_snapshots[role].append({k: v.detach().to("cpu", copy=True)
+                                               for k, v in actor.state_dict().items()})
+        return f"x{len(self.exploiter_snapshots[role]) - 1}"
 
     def save_generation(self, generation: int, out_dir: str | Path) -> dict[str, Path]:
         """Write ``gen_XXX/{hider,seeker}.safetensors`` (+ ``.json`` specs) under ``out_dir``."""
@@ -401,6 +469,10 @@ class HideAndSeekPPO:
                     sub, _ = masked_sample(past(o[rows].reshape(-1, self.obs_dim)),
                                            m[rows].reshape(-1, NUM_ACTIONS), self.gen)
                     act[rows] = sub.view(-1, 2)
+                for x, rows in zip(self.exploiters[role], self.exploiter_rows[role], strict=True):
+                    sub, sub_logp = masked_sample(x.actor(o[rows].reshape(-1, self.obs_dim)),
+                                                  m[rows].reshape(-1, NUM_ACTIONS), self.gen)
+                    act[rows], logp[rows] = sub.view(-1, 2), sub_logp.view(-1, 2)
                 b, i = buf[role], t - first[role]
                 b.obs[i], b.mask[i], b.act[i], b.logp[i] = seen[:, cols], m, act, logp
                 if not self.cfg.batched_values:
@@ -417,10 +489,13 @@ class HideAndSeekPPO:
             for role in ROLES:
                 b = buf[role]
                 b.val = self.models[role].critic(b.obs.reshape(-1, b.obs.shape[-1])).view(b.val.shape)
+                for x, rows in zip(self.exploiters[role], self.exploiter_rows[role], strict=True):
+                    seen = b.obs[:, rows]
+                    b.val[:, rows] = x.critic(seen.reshape(-1, seen.shape[-1])).view(seen.shape[:3])
         self.last_plan, self.last_returns = plan, returns.cpu().numpy().astype(np.float64)
         blocked = self.envs.door_blocked()
         self.last_episodes = TrainingEpisodes(host_phases(self.core), self.last_returns, blocked,
-                                              *stages(self.core, self.envs.seeds), plan)
+                                              *stages(self.core, self.envs.seeds), plan, self.exploiter_rows)
         return buf, self.last_returns, float(blocked.mean())
 
     def critic_inputs(self, obs: torch.Tensor) -> torch.Tensor:
@@ -444,6 +519,13 @@ class HideAndSeekPPO:
         start = time.perf_counter()
         buf, returns, door = self._rollout()
         losses = {role: self._optimise(role, buf[role]) for role in ROLES}
+        for role in ROLES:
+            for i, rows in enumerate(self.exploiter_rows[role]):
+                live = torch.zeros(self.cfg.num_envs, dtype=torch.bool, device=self.device)
+                live[rows] = True
+                samples = buf[role].samples(self.cfg.gamma, self.cfg.gae_lambda, keep=live[None, :, None], copy=False)
+                losses[f"{role}-exploiter-{i}"] = ppo_update(self.exploiters[role][i], self.exploiter_optims[role][i],
+                                                             samples, self.cfg, self.gen)
         env_steps = self.cfg.num_envs * self.core.max_steps
         self.total_steps += env_steps
         self.updates += 1
@@ -452,9 +534,12 @@ class HideAndSeekPPO:
 
     def _optimise(self, role: str, b: Rollout) -> tuple[float, float, float]:
         """PPO epochs (:func:`agents.trainers.ppo_core.ppo_update`) on ``role``'s samples from
-        the envs where it learns (not those where a past generation played it)."""
+        the envs where it learns (not those where a past generation or one of its exploiters
+        played it; it does learn from its games against the other role's exploiters)."""
         live = torch.ones(b.act.shape[1], dtype=torch.bool, device=b.act.device)
         if self.last_plan[role] is not None:
             live[self.last_plan[role][0]] = False
+        for rows in self.exploiter_rows[role]:
+            live[rows] = False
         samples = b.samples(self.cfg.gamma, self.cfg.gae_lambda, keep=live[None, :, None], copy=False)
         return ppo_update(self.models[role], self.optims[role], samples, self.cfg, self.gen)

@@ -67,6 +67,12 @@ class HideAndSeekLeagueConfig:
     """ramp-defense rate in the stage's own episodes at which the reach grows"""
     ramp_reach_down: float = 0.1
     """... and below which it shrinks"""
+    exploiter_margin: float = 0.1
+    """an exploiter whose score against the other role's main beat its own main's self-play score
+    by more than this in a generation is frozen into the pools (the number of exploiters is the
+    trainer's ``ppo.exploiters``; :mod:`arena.training.hide_and_seek.exploiters`)"""
+    exploiter_patience: int = 3
+    """generations without such a win after which an exploiter starts again from the main"""
     ramp_use_gate: bool = True
     """the ramp stage also opens with the seekers' standard-layout ramp use (0.2 -> 0.5), not
     only with forts (:meth:`envs.hide_and_seek.curriculum.CurriculumRule.ramp_gate`)"""
@@ -78,9 +84,9 @@ class HideAndSeekLeagueConfig:
                               ramp_use_gate=self.ramp_use_gate)
 
 
-CLASSIC_LOOP = {"core_backend": "numpy", "batched_values": False, "epochs": 4, "minibatches": 6}
+CLASSIC_LOOP = {"core_backend": "numpy", "batched_values": False, "epochs": 4, "minibatches": 6, "exploiters": 0}
 """The trainer's switches of the loop before issue 30 (with ``eval_every=1``): the numpy core, the
-critic called at every rollout step, four passes of six minibatches."""
+critic called at every rollout step, four passes of six minibatches, no exploiters."""
 
 
 def classic_loop(config: HideAndSeekLeagueConfig) -> HideAndSeekLeagueConfig:

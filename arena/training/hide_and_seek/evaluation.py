@@ -98,6 +98,9 @@ class GenerationSummary:
     """episodes behind ``phase_rates`` (0: the league's ``eval_episodes``, as before this field)"""
     training_phase_rates: dict[str, float] = field(default_factory=dict)
     """the same rates read from the generation's training episodes (:class:`TrainingRates`)"""
+    exploiters: list[dict[str, Any]] = field(default_factory=list)
+    """each exploiter's score against the mains in this generation, and whether it was frozen
+    or reset (:class:`arena.training.hide_and_seek.exploiters.ExploiterEvent`)"""
 
 
 def rate(summaries: list[GenerationSummary], matches: Sequence[tuple[int, int, int]]) -> None:
@@ -180,16 +183,26 @@ class TrainingRates:
                                    if sum(s.sum() for s in staged) else None),
         }
 
+    def exploiter_scores(self) -> dict[str, list[tuple[float, float]]]:
+        """Per role, each exploiter's mean score against the other role's main over the generation's
+        updates, and its own main's in self-play (:meth:`TrainingEpisodes.exploiter_scores`)."""
+        per_update = [e.exploiter_scores() for e in self.episodes]
+        if not per_update:
+            return {}
+        return {role: [tuple(float(np.mean([u[role][i][j] for u in per_update])) for j in (0, 1))
+                       for i in range(len(blocks))] for role, blocks in per_update[0].items()}
+
     def matches(self, g: int) -> list[tuple[int, int, int]]:
         """The training games as generation ``g``'s matches: the last update's self-play, and every
-        game against a past generation (``(hider generation, seeker generation, winner)``)."""
+        game against a past generation (``(hider generation, seeker generation, winner)``; games
+        against exploiters, who are no generation, are not rated)."""
         out: list[tuple[int, int, int]] = []
         for i, e in enumerate(self.episodes):
             won = winners(e.hider_score)
             if i == len(self.episodes) - 1:
                 out.extend((g, g, int(w)) for w in won[e.self_play()])
             for opponent, entry in e.plan.items():
-                if entry is not None:
+                if entry is not None and isinstance(entry[1], int):
                     rows, past = entry
                     pair = (g, past) if opponent == "seeker" else (past, g)
                     out.extend((*pair, int(w)) for w in won[rows])

@@ -15,6 +15,9 @@ parts of this package:
   the doors and which with the ramp near a door, at a reach set the way automatic domain
   randomization sets its bounds (:class:`envs.hide_and_seek.curriculum.CurriculumRule`);
   it changes where episodes start, never what they pay;
+* with exploiters (``ppo.exploiters`` per role), agents trained only against the current
+  mains play beside them; the winning ones are frozen into the pools, the ones that stop
+  winning start again from the main (:mod:`.exploiters`);
 * the league is resumable: after every generation its versioned state is written
   atomically under ``<data_dir>/leagues/<name>/`` (:mod:`.state`); a league built on the
   same directory continues after the last saved generation (after a kill, the updates
@@ -42,6 +45,7 @@ from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConf
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.training.hide_and_seek.config import HideAndSeekLeagueConfig
 from arena.training.hide_and_seek.evaluation import GenerationEvaluator, GenerationSummary, TrainingRates, rate
+from arena.training.hide_and_seek.exploiters import ExploiterBook
 from arena.training.hide_and_seek.pools import RolePools
 from arena.training.hide_and_seek.state import read_state, read_tensors, write_state
 from arena.training.state import LeagueDir
@@ -76,7 +80,12 @@ class HideAndSeekLeague:
         self.role_pools = RolePools(pool, config.name, config.ppo.env_id, config.pfsp, config.win_rate_decay,
                                     config.ppo.seed)
         self.trainer = HideAndSeekPPO(config.ppo)
-        self.trainer.pick_opponent = lambda role: self.role_pools.pick(role, len(self.trainer.generations))
+        self.exploiters = ExploiterBook(config.ppo.exploiters, config.exploiter_margin, config.exploiter_patience)
+        """the exploiters' account and rule (:mod:`.exploiters`)"""
+        self.exploiter_shas: dict[str, list[str]] = {role: [] for role in ROLES}
+        """per role, the pool's sha256 of every frozen exploiter, in the order frozen"""
+        self.trainer.pick_opponent = lambda role: self.role_pools.pick(
+            role, len(self.trainer.generations), self.exploiters.snapshot_keys(role))
         self.evaluator = GenerationEvaluator(config.ppo, config.eval_episodes)
         self.generations: list[GenerationSummary] = []
         self.matches: list[tuple[int, int, int]] = []
@@ -122,6 +131,12 @@ class HideAndSeekLeague:
         its ``training`` episodes), rate, save the league."""
         trainer = self.trainer
         shas = self.role_pools.put(g, trainer.generations[g], self.cfg.ppo.hidden)
+        events = self.exploiters.after_generation(training.exploiter_scores(), trainer) if training else []
+        for event in events:
+            if event.snapshot is not None:
+                weights = trainer.exploiter_snapshots[event.role][int(event.snapshot[1:])]
+                self.exploiter_shas[event.role].append(
+                    self.role_pools.put_exploiter(event.role, event.snapshot, weights, self.cfg.ppo.hidden))
         train = training.stats() if training is not None else None
         evaluated = train is None or g % max(1, self.cfg.eval_every) == 0
         if evaluated:
@@ -139,6 +154,7 @@ class HideAndSeekLeague:
             ramp_curriculum=self.curriculum.ramps, ramp_reach=self.curriculum.reach, ramp_stage_defense=stage,
             evaluated=evaluated, phase_episodes=stats.get("phase_episodes", self.cfg.eval_episodes),
             training_phase_rates=train["phase_rates"] if train else {},
+            exploiters=[asdict(e) for e in events],
         )
         self.generations.append(summary)
         self.set_curriculum(self.rule.after(self.curriculum, summary.phase_rates, summary.ramp_stage_defense))
@@ -214,14 +230,20 @@ class HideAndSeekLeague:
             "matches": self.matches,
             "curriculum_shares": list(self.curriculum_shares),
             "ramp_reach": self.curriculum.reach,
+            "exploiters": self.exploiters.to_json(),
+            "exploiter_snapshots": self.exploiter_shas,
         }
         write_state(self.dir.root, state, t.state_tensors())
 
     def _restore(self, saved: dict[str, Any]) -> None:
         t = self.trainer
         self.generations = [GenerationSummary(**s) for s in saved["generations"]]
-        t.load_generations(self.role_pools.load(
-            [{role: getattr(s, f"{role}_sha256") for role in ROLES} for s in self.generations]))
+        self.exploiter_shas = {role: list(saved.get("exploiter_snapshots", {}).get(role, [])) for role in ROLES}
+        generations, exploiters = self.role_pools.load(
+            [{role: getattr(s, f"{role}_sha256") for role in ROLES} for s in self.generations], self.exploiter_shas)
+        t.load_generations(generations)
+        t.exploiter_snapshots = exploiters
+        self.exploiters.load_json(saved.get("exploiters", []))
         t.load_state_tensors(read_tensors(self.dir.root))
         t.load_counters({"updates": saved["updates"], "total_steps": saved["total_steps"], "rng": saved["trainer_rng"]})
         self.train_seconds = saved["train_seconds"]

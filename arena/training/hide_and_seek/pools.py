@@ -6,7 +6,9 @@ Every generation's two actors go into the Redis snapshot pool
 learning team against a past generation of the other role, drawn by PFSP
 (:func:`league.scheduling.matchmaking.pfsp_weights`) over that learner's decayed win rates against
 each generation (:class:`league.scheduling.matchmaking.WinRateTable`, one per role, fed by those
-training games).
+training games). A league with exploiters also puts their winning snapshots into the same
+pools (opponent keys ``x<j>``, :mod:`.exploiters`), where PFSP weighs them as it weighs
+past generations.
 """
 
 from __future__ import annotations
@@ -57,20 +59,36 @@ class RolePools:
                                        meta={"league": self.league, "generation": generation, "role": role})
         return shas
 
-    def load(self, shas: list[dict[str, str]]) -> list[dict[str, dict[str, torch.Tensor]]]:
-        """The actors of every generation (``role -> sha256`` each) read back from the pools;
-        snapshots no generation refers to (a kill between a snapshot and the save) are removed."""
+    def put_exploiter(self, role: str, key: str, weights: dict[str, torch.Tensor], hidden: list[int]) -> str:
+        """Snapshot a frozen exploiter of ``role`` (opponent key ``x<j>``) into its role's pool; its sha256."""
+        spec = make_spec(self.env_id, "mlp", {"hidden": hidden}, role=role, name=f"{self.league}-{role}-{key}")
+        return self.pool.put(serialize_weights(weights), spec, self.names[role],
+                             meta={"league": self.league, "exploiter_snapshot": key, "role": role})
+
+    def load(self, shas: list[dict[str, str]], exploiters: dict[str, list[str]] | None = None,
+             ) -> tuple[list[dict[str, dict[str, torch.Tensor]]], dict[str, list[dict[str, torch.Tensor]]]]:
+        """The actors of every generation (``role -> sha256`` each) and of every frozen exploiter
+        (``role -> [sha256, ...]``) read back from the pools; snapshots nothing refers to (a kill
+        between a snapshot and the save) are removed."""
+        exploiters = exploiters or {}
         for role in ROLES:
-            kept = {s[role] for s in shas}
+            kept = {s[role] for s in shas} | set(exploiters.get(role, []))
             for sha in set(self.pool.list(self.names[role])) - kept:
                 self.pool.remove(self.names[role], sha)
-        return [{role: safetensors.torch.load(self.pool.get(s[role])[0]) for role in ROLES} for s in shas]
 
-    def pick(self, role: str, generations: int) -> int:
-        """PFSP: the generation of ``role`` that the other role's learner meets."""
-        gens = [str(g) for g in range(generations)]
-        probs = pfsp_weights(self.tables[OTHER[role]].win_rates(gens), self.pfsp)
-        return int(self.rng.choice(generations, p=probs))
+        def read(sha: str) -> dict[str, torch.Tensor]:
+            return safetensors.torch.load(self.pool.get(sha)[0])
+
+        return ([{role: read(s[role]) for role in ROLES} for s in shas],
+                {role: [read(sha) for sha in exploiters.get(role, [])] for role in ROLES})
+
+    def pick(self, role: str, generations: int, exploiters: list[str] = ()) -> int | str:
+        """PFSP: the generation (or frozen exploiter, ``x<j>``) of ``role`` that the other role's
+        learner meets."""
+        keys = [str(g) for g in range(generations)] + list(exploiters)
+        probs = pfsp_weights(self.tables[OTHER[role]].win_rates(keys), self.pfsp)
+        key = keys[int(self.rng.choice(len(keys), p=probs))]
+        return key if key.startswith("x") else int(key)
 
     def record(self, plan: dict[str, tuple[slice, int] | None], returns: np.ndarray) -> None:
         """Feed the tables with one update's games against past generations (the trainer's

@@ -10,15 +10,17 @@ Under ``<data_dir>/leagues/<name>/``:
   ``train_seconds``, the pools' ``tables`` and ``league_rng``, ``generations`` (one
   :class:`GenerationSummary` each, with the pool's sha256 of both actors), ``matches``
   (every evaluation match: the input of the ratings), ``curriculum_shares`` and
-  ``ramp_reach``.
+  ``ramp_reach``, and the exploiters' account (``exploiters``) and the pool's sha256 of each
+  frozen exploiter per role (``exploiter_snapshots``).
 
 The tensors are written first, then the JSON that refers to them (each atomically), so
 the JSON always describes tensors that exist. :func:`read_state` reads every version
 ever written: version 1 is the unversioned state of before (its trainer config split a
 pass by ``minibatch_size``), version 2 the state before the trainer's ``critic`` choice
 (its critics are ``local``), version 3 the state before ``eval_every`` and ``ramp_use_gate`` (it
-evaluated every generation and gated the ramp stage on forts alone, and keeps doing so);
-each is upgraded on reading.
+evaluated every generation and gated the ramp stage on forts alone, and keeps doing so),
+version 4 the state before exploiters (it has none: ``exploiters`` and
+``exploiter_snapshots`` are empty); each is upgraded on reading.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import torch
 from agents.checkpoint import atomic_write
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
 
-STATE_VERSION = 4
+STATE_VERSION = 5
 STATE_FILE = "hide_and_seek.json"
 TENSOR_FILE = "hide_and_seek_trainer.safetensors"
 
@@ -54,6 +56,9 @@ def upgrade(saved: dict[str, Any]) -> dict[str, Any]:
         state["config"] = {**state["config"], "ppo": {"critic": "local", **state["config"]["ppo"]}}
     if version <= 3:
         state["config"] = {"eval_every": 1, "ramp_use_gate": False, **state["config"]}
+    if version <= 4:
+        state.setdefault("exploiters", [])
+        state.setdefault("exploiter_snapshots", {})
     state["version"] = STATE_VERSION
     return state
 
