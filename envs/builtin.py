@@ -12,51 +12,55 @@ loads; this module imports nothing of the registry.
 
 from __future__ import annotations
 
+from typing import Any
+
 from envs.spec import EnvEntry, EnvSpec
 
-BUILTIN_ENVS: tuple[EnvEntry, ...] = (
-    EnvEntry(
-        entry_point="pettingzoo.classic.connect_four_v3:env",
+
+def _two_player(entry_point: str, env_id: str, seats: tuple[str, str], num_actions: int,
+                obs_shape: tuple[int, ...], step_limit: int, description: str,
+                vector_core: str | None = None, **spec: object) -> EnvEntry:
+    """A PettingZoo classic game of two players, one a team, both in the role ``player``."""
+    return EnvEntry(
+        entry_point=entry_point,
+        spec=EnvSpec(env_id=env_id, seats=seats, teams=((0,), (1,)), roles=("player", "player"),
+                     num_actions=num_actions, obs_shapes=(obs_shape, obs_shape), step_limit=step_limit,
+                     description=description, **spec),
+        vector_core=vector_core,
+    )
+
+
+def _hide_and_seek(entry_point: str, env_id: str, obs_size: int, description: str, size: int,
+                   **config: Any) -> EnvEntry:
+    """A grid hide-and-seek env: 2 hiders against 2 seekers (and 2 boxes); ``config`` the rest of its
+    settings, ``max_steps`` among them."""
+    return EnvEntry(
+        entry_point=entry_point,
         spec=EnvSpec(
-            env_id="connect_four-v3",
-            seats=("player_0", "player_1"),
-            teams=((0,), (1,)),
-            roles=("player", "player"),
+            env_id=env_id,
+            seats=("hider_0", "hider_1", "seeker_0", "seeker_1"),
+            teams=((0, 1), (2, 3)),
+            roles=("hider", "seeker"),
             num_actions=7,
-            obs_shapes=((6, 7, 2), (6, 7, 2)),
-            step_limit=42,
-            description="Connect Four, 6x7, two players alternate dropping pieces.",
+            obs_shapes=((obs_size,),) * 4,
+            api="parallel",
+            outcome="higher_score",
+            step_limit=4 * config["max_steps"],
+            kwargs={"size": size, "n_hiders": 2, "n_seekers": 2, "n_boxes": 2, **config},
+            description=description,
         ),
-        vector_core="envs.connect_four:ConnectFourCore",
-    ),
-    EnvEntry(
-        entry_point="pettingzoo.classic.tictactoe_v3:env",
-        spec=EnvSpec(
-            env_id="tictactoe-v3",
-            seats=("player_1", "player_2"),
-            teams=((0,), (1,)),
-            roles=("player", "player"),
-            num_actions=9,
-            obs_shapes=((3, 3, 2), (3, 3, 2)),
-            step_limit=9,
-            description="Tic-Tac-Toe, 3x3.",
-        ),
-        vector_core="envs.tictactoe:TicTacToeCore",
-    ),
-    EnvEntry(
-        entry_point="pettingzoo.classic.rps_v2:env",
-        spec=EnvSpec(
-            env_id="rps-v2",
-            seats=("player_0", "player_1"),
-            teams=((0,), (1,)),
-            roles=("player", "player"),
-            num_actions=3,
-            obs_shapes=((), ()),
-            step_limit=2 * 15,
-            kwargs={"num_actions": 3, "max_cycles": 15},
-            description="Rock-paper-scissors, 15 simultaneous rounds; observation = opponent's last move.",
-        ),
-    ),
+    )
+
+
+BUILTIN_ENVS: tuple[EnvEntry, ...] = (
+    _two_player("pettingzoo.classic.connect_four_v3:env", "connect_four-v3", ("player_0", "player_1"),
+                7, (6, 7, 2), 42, "Connect Four, 6x7, two players alternate dropping pieces.",
+                vector_core="envs.connect_four:ConnectFourCore"),
+    _two_player("pettingzoo.classic.tictactoe_v3:env", "tictactoe-v3", ("player_1", "player_2"),
+                9, (3, 3, 2), 9, "Tic-Tac-Toe, 3x3.", vector_core="envs.tictactoe:TicTacToeCore"),
+    _two_player("pettingzoo.classic.rps_v2:env", "rps-v2", ("player_0", "player_1"), 3, (), 2 * 15,
+                "Rock-paper-scissors, 15 simultaneous rounds; observation = opponent's last move.",
+                kwargs={"num_actions": 3, "max_cycles": 15}),
     EnvEntry(
         entry_point="mpe2.simple_tag_v3:parallel_env",
         spec=EnvSpec(
@@ -73,41 +77,13 @@ BUILTIN_ENVS: tuple[EnvEntry, ...] = (
             description="MPE predator-prey: 3 predators chase 1 prey for 25 steps.",
         ),
     ),
-    EnvEntry(
-        entry_point="envs.hide_and_seek.env:parallel_env",
-        spec=EnvSpec(
-            env_id="hide_and_seek-v0",
-            seats=("hider_0", "hider_1", "seeker_0", "seeker_1"),
-            teams=((0, 1), (2, 3)),
-            roles=("hider", "seeker"),
-            num_actions=7,
-            obs_shapes=((493,),) * 4,
-            api="parallel",
-            outcome="higher_score",
-            step_limit=4 * 60,
-            kwargs={"size": 15, "n_hiders": 2, "n_seekers": 2, "n_boxes": 2, "max_steps": 60},
-            description="Grid hide-and-seek, 2 hiders vs 2 seekers, boxes to push and lock, "
-            "60 steps (40% preparation).",
-        ),
-    ),
-    EnvEntry(
-        entry_point="envs.hide_and_seek.env_v1:parallel_env",
-        spec=EnvSpec(
-            env_id="hide_and_seek-v1",
-            seats=("hider_0", "hider_1", "seeker_0", "seeker_1"),
-            teams=((0, 1), (2, 3)),
-            roles=("hider", "seeker"),
-            num_actions=7,
-            obs_shapes=((575,),) * 4,
-            api="parallel",
-            outcome="higher_score",
-            step_limit=4 * 50,
-            kwargs={"size": 9, "n_hiders": 2, "n_seekers": 2, "n_boxes": 2, "n_ramps": 1, "max_steps": 50,
-                    "layout": "quadrant"},
-            description="Grid hide-and-seek with a ramp: quadrant room, 2 hiders vs 2 seekers, 2 boxes, "
-            "1 ramp to climb walls with, 50 steps (40% preparation).",
-        ),
-    ),
+    _hide_and_seek("envs.hide_and_seek.env:parallel_env", "hide_and_seek-v0", 493,
+                   "Grid hide-and-seek, 2 hiders vs 2 seekers, boxes to push and lock, 60 steps (40% preparation).",
+                   size=15, max_steps=60),
+    _hide_and_seek("envs.hide_and_seek.env_v1:parallel_env", "hide_and_seek-v1", 575,
+                   "Grid hide-and-seek with a ramp: quadrant room, 2 hiders vs 2 seekers, 2 boxes, "
+                   "1 ramp to climb walls with, 50 steps (40% preparation).",
+                   size=9, n_ramps=1, max_steps=50, layout="quadrant"),
 )
 
 BUILTIN_ENV_IDS: tuple[str, ...] = tuple(sorted(entry.spec.env_id for entry in BUILTIN_ENVS))
