@@ -32,7 +32,6 @@ guest's agent retires (the retention prunes retired guests: :mod:`arena.ladder.r
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import secrets
@@ -139,8 +138,8 @@ class Ticket:
 
 
 def token_sha256(token: str) -> str:
-    """The key a play token is stored under (the token itself is never stored)."""
-    return hashlib.sha256(token.encode()).hexdigest()
+    """The key a play token is stored under (the token itself is never stored): hashed as an API token is."""
+    return repo.hash_token(token)
 
 
 def play_token_agent(client: redis.Redis, keys: RedisKeys, token: str) -> int | None:
