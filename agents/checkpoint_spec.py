@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents.nets import get_arch, resolve_hparams
+from agents.nets import get_arch, resolve_hparams, unknown_keys
 from agents.safetensors_header import strict_json
 from envs.errors import InvalidSubmission, UnknownEnv
 from envs.registry import get_spec
@@ -102,9 +102,7 @@ def _parse(spec_json: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
                 f"spec is not valid JSON ({e}); expected an object with fields "
                 f"{', '.join(SPEC_FIELDS)}"
             ) from None
-    if not isinstance(raw, Mapping):
-        raise InvalidSubmission(f"spec must be a JSON object, got {type(raw).__name__}")
-    unknown = sorted(str(k) for k in raw if k not in SPEC_FIELDS)
+    unknown = unknown_keys(raw, "spec", SPEC_FIELDS)
     if unknown:
         raise InvalidSubmission(
             f"unknown spec field(s) {unknown}; allowed: {', '.join(SPEC_FIELDS)}"

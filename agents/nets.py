@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -118,10 +118,19 @@ class Arch:
     build: Callable[[dict, tuple[int, ...], int], nn.Module]
 
 
+def unknown_keys(value: Any, what: str, allowed: Collection[str]) -> list[str]:
+    """The keys of the JSON object ``value`` (named ``what`` in the error) that are not ``allowed``, sorted.
+
+    Raises:
+        InvalidSubmission: ``value`` is not a JSON object.
+    """
+    if not isinstance(value, Mapping):
+        raise InvalidSubmission(f"{what} must be a JSON object, got {type(value).__name__}")
+    return sorted(str(k) for k in value if k not in allowed)
+
+
 def _check_keys(arch: str, hparams: Any, defaults: Mapping[str, Any]) -> dict:
-    if not isinstance(hparams, Mapping):
-        raise InvalidSubmission(f"hparams must be a JSON object, got {type(hparams).__name__}")
-    unknown = sorted(str(k) for k in hparams if k not in defaults)
+    unknown = unknown_keys(hparams, "hparams", defaults)
     if unknown:
         raise InvalidSubmission(
             f"unknown hyper-parameter(s) {', '.join(map(repr, unknown))} for arch {arch!r}; "
