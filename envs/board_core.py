@@ -12,12 +12,29 @@ boards in place and only touch the live ones.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 
+Array = TypeVar("Array")
+
 
 @dataclass
-class BoardBatch:
+class Boards(Generic[Array]):
+    """The state of ``n`` boards, one array of each field, of one kind: :class:`BoardBatch` holds
+    numpy arrays, :class:`envs.device.boards.TorchBoards` tensors (their docs give the layouts)."""
+
+    cells: Array
+    to_move: Array
+    done: Array
+    winner: Array
+    plies: Array
+
+    def __len__(self) -> int:
+        return len(self.done)
+
+
+class BoardBatch(Boards[np.ndarray]):
     """The state of ``n`` boards.
 
     Attributes:
@@ -27,15 +44,6 @@ class BoardBatch:
         winner: ``(n,)`` int8 winning seat, ``-1`` for draw or not finished.
         plies: ``(n,)`` int32 moves played so far.
     """
-
-    cells: np.ndarray
-    to_move: np.ndarray
-    done: np.ndarray
-    winner: np.ndarray
-    plies: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.done)
 
 
 class BoardCore:

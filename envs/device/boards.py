@@ -16,18 +16,17 @@ on the host; callers that want to drop finished boards do it when they choose to
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 import torch
 from torch import nn
 
-from envs.board_core import BoardCore
+from envs.board_core import BoardCore, Boards
 from envs.connect_four import ConnectFourCore
 from envs.tictactoe import TicTacToeCore
 
 
-@dataclass
-class TorchBoards:
+class TorchBoards(Boards[torch.Tensor]):
     """The state of ``n`` boards on one device.
 
     Attributes:
@@ -38,15 +37,6 @@ class TorchBoards:
         winner: ``(n,)`` int64 winning seat, ``-1`` for a draw or not finished.
         plies: ``(n,)`` int64 moves played.
     """
-
-    cells: torch.Tensor
-    to_move: torch.Tensor
-    done: torch.Tensor
-    winner: torch.Tensor
-    plies: torch.Tensor
-
-    def __len__(self) -> int:
-        return len(self.done)
 
     def take(self, rows: torch.Tensor) -> TorchBoards:
         """The boards of ``rows`` (an index tensor), as a new batch."""
