@@ -28,7 +28,7 @@ from arena.storage.db.competition_models import (
     TeamMember,
 )
 from arena.storage.db.models import Agent
-from arena.storage.db.repositories.dialect import chunks, dialect_insert
+from arena.storage.db.repositories.dialect import chunks, dialect_insert, insert_row
 from arena.storage.db.repositories.ratings import CONSERVATIVE_SIGMAS, StoredRating
 
 
@@ -99,10 +99,7 @@ _ENTRY = _columns(Entry, EntryInfo)
 # -- competitions -----------------------------------------------------------------------
 def create_competition(session: Session, values: Mapping[str, Any]) -> int:
     """Stores a competition (``values``: its columns); returns its id."""
-    row = Competition(**values)
-    session.add(row)
-    session.flush()
-    return row.id
+    return insert_row(session, Competition(**values))
 
 
 def get_competition(session: Session, competition_id: int, *, lock: bool = False) -> CompetitionInfo | None:
@@ -179,10 +176,7 @@ def is_member(session: Session, competition_id: int, user_id: int) -> bool:
 # -- teams -------------------------------------------------------------------------------
 def create_team(session: Session, competition_id: int, name: str, join_code: str) -> int:
     """A new team; ``IntegrityError`` when the name is taken in the competition."""
-    row = Team(competition_id=competition_id, name=name, join_code=join_code)
-    session.add(row)
-    session.flush()
-    return row.id
+    return insert_row(session, Team(competition_id=competition_id, name=name, join_code=join_code))
 
 
 def get_team(session: Session, team_id: int) -> TeamInfo | None:
@@ -242,11 +236,8 @@ def merge_teams(session: Session, into: int, other: int) -> None:
 # -- entries -----------------------------------------------------------------------------
 def add_entry(session: Session, competition_id: int, team_id: int, agent_id: int, submitted_by: int | None,
               submitted_at: datetime) -> int:
-    row = Entry(competition_id=competition_id, team_id=team_id, agent_id=agent_id, submitted_by=submitted_by,
-                submitted_at=submitted_at, active=True)
-    session.add(row)
-    session.flush()
-    return row.id
+    return insert_row(session, Entry(competition_id=competition_id, team_id=team_id, agent_id=agent_id,
+                                     submitted_by=submitted_by, submitted_at=submitted_at, active=True))
 
 
 def count_entries(session: Session, team_id: int, since: datetime | None = None) -> int:

@@ -42,6 +42,13 @@ def dialect_insert(session: Session, table: Table) -> Any:
     raise NotImplementedError(f"Arena's database layer supports sqlite and postgresql, not {name}")
 
 
+def insert_row(session: Session, row: Any) -> int:
+    """Adds the ORM ``row`` and flushes it; returns the id the database gave it."""
+    session.add(row)
+    session.flush()
+    return row.id
+
+
 def chunks(values: list[Any], size: int = IN_CHUNK) -> list[list[Any]]:
     """``values`` cut into lists of at most ``size`` (for bounded ``IN`` lists)."""
     return [values[i : i + size] for i in range(0, len(values), size)]

@@ -16,6 +16,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from arena.storage.db.models import Match
+from arena.storage.db.repositories.dialect import insert_row
 from arena.storage.db.tournament_models import Tournament
 
 
@@ -42,10 +43,7 @@ _COLUMNS = [getattr(Tournament, f.name) for f in fields(TournamentInfo)]
 
 def create_tournament(session: Session, values: Mapping[str, Any]) -> int:
     """Stores a tournament (``values``: its columns); returns its id."""
-    row = Tournament(**values)
-    session.add(row)
-    session.flush()
-    return row.id
+    return insert_row(session, Tournament(**values))
 
 
 def get_tournament(session: Session, tournament_id: int) -> TournamentInfo | None:

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from arena.storage.db.base import utcnow
 from arena.storage.db.models import ApiToken, User
-from arena.storage.db.repositories.dialect import chunks
+from arena.storage.db.repositories.dialect import chunks, insert_row
 
 
 @dataclass(frozen=True)
@@ -64,10 +64,7 @@ def add_api_token(session: Session, user_id: int, token: str) -> int:
 
     The token itself is never stored; ``IntegrityError`` if its hash already exists.
     """
-    row = ApiToken(user_id=user_id, token_hash=hash_token(token))
-    session.add(row)
-    session.flush()
-    return row.id
+    return insert_row(session, ApiToken(user_id=user_id, token_hash=hash_token(token)))
 
 
 def user_for_token(session: Session, token: str) -> UserInfo | None:
