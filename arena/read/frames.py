@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
+from arena.core.lru import BuildingLru
 from arena.engine.records import MatchRecord
 from arena.read.grid_frames import grid_frames, is_grid_env, recorded_cycles, replay_env
 from envs.registry import make_vector_core
@@ -82,28 +81,25 @@ class FrameCache:
     """
 
     def __init__(self, max_entries: int = 32) -> None:
-        self.max_entries = max_entries
-        self.hits = 0
-        self.misses = 0
-        self._frames: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
-        self._lock = threading.Lock()  # sync handlers run on worker threads
+        # Sync handlers run on worker threads; a slow replay holds up no other request.
+        self._frames: BuildingLru[tuple[str, str], dict[str, Any]] = BuildingLru(max_entries)
+
+    @property
+    def max_entries(self) -> int:
+        return self._frames.capacity
+
+    @property
+    def hits(self) -> int:
+        return self._frames.hits
+
+    @property
+    def misses(self) -> int:
+        return self._frames.misses
 
     def frames(self, record: MatchRecord) -> dict[str, Any]:
         """:func:`match_frames` of ``record``, from the cache when it was built before."""
         key = (record.match_id, hashlib.sha256(record.to_json().encode()).hexdigest())
-        with self._lock:
-            cached = self._frames.get(key)
-            if cached is not None:
-                self._frames.move_to_end(key)
-                self.hits += 1
-                return cached
-        built = match_frames(record)  # outside the lock: a slow replay holds up no other request
-        with self._lock:
-            self.misses += 1
-            self._frames[key] = built
-            while len(self._frames) > self.max_entries:
-                self._frames.popitem(last=False)
-        return built
+        return self._frames.get(key, lambda: match_frames(record))
 
 
 def board_frames(record: MatchRecord) -> dict[str, Any]:

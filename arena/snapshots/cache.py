@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -26,6 +24,7 @@ import torch
 from agents.checkpoint import DEFAULT_MAX_BYTES, CheckpointSpec
 from agents.neural import NeuralPolicy
 from agents.policy import MatchRng
+from arena.core.lru import BuildingLru
 from arena.engine import DEFAULT_TIME_BUDGET_S
 from arena.snapshots.formats import snapshot_policy
 from arena.snapshots.keys import check_sha256
@@ -83,14 +82,16 @@ class SnapshotCache:
         if capacity < 1:
             raise ValueError(f"cache capacity must be at least 1, got {capacity}")
         self.source = source
-        self.capacity = capacity
         self.device = device
         self.temperature = temperature
         self.max_bytes = max_bytes
         self.time_limit_s = time_limit_s
-        self._policies: OrderedDict[str, NeuralPolicy | OnnxPolicy] = OrderedDict()
-        self._lock = threading.Lock()
-        self._hits = self._misses = self._evictions = 0
+        self._policies: BuildingLru[str, NeuralPolicy | OnnxPolicy] = BuildingLru(
+            capacity, on_evict=lambda sha256: log.debug("evicted snapshot %s", sha256[:16]))
+
+    @property
+    def capacity(self) -> int:
+        return self._policies.capacity
 
     def __len__(self) -> int:
         return len(self._policies)
@@ -104,10 +105,7 @@ class SnapshotCache:
     @property
     def stats(self) -> CacheStats:
         """Current hit/miss/eviction counters and size."""
-        with self._lock:
-            return CacheStats(
-                self._hits, self._misses, self._evictions, len(self._policies), self.capacity
-            )
+        return CacheStats(*self._policies.counts(), self.capacity)
 
     def get(self, sha256: str) -> NeuralPolicy | OnnxPolicy:
         """The policy of a snapshot, loading it on a miss.
@@ -118,28 +116,11 @@ class SnapshotCache:
             InvalidSubmission: The bytes fail checkpoint validation.
         """
         check_sha256(sha256)
-        with self._lock:
-            policy = self._policies.get(sha256)
-            if policy is not None:
-                self._policies.move_to_end(sha256)
-                self._hits += 1
-                return policy
-            self._misses += 1
-        policy = self._load(sha256)  # outside the lock: loading may take a while
-        with self._lock:
-            self._policies[sha256] = policy  # a concurrent load of the same sha is replaced
-            self._policies.move_to_end(sha256)
-            while len(self._policies) > self.capacity:
-                evicted, _ = self._policies.popitem(last=False)
-                self._evictions += 1
-                log.debug("evicted snapshot %s", evicted[:16])
-        return policy
+        return self._policies.get(sha256, lambda: self._load(sha256))
 
     def clear(self) -> None:
         """Drop every policy and reset the counters."""
-        with self._lock:
-            self._policies.clear()
-            self._hits = self._misses = self._evictions = 0
+        self._policies.clear()
 
     def _load(self, sha256: str) -> NeuralPolicy | OnnxPolicy:
         policy = load_snapshot_policy(
