@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from league.ratings.closed_form import rate_1v1_arrays, rate_1v1_fast
 from league.ratings.rating import Rating, RatingEnv, rate_teams
+from league.results import count_result
 
 RatingKey = tuple[str, str]  # (agent key, role)
 DEFAULT_TARGET_SIGMA = 1.5  # an agent is "placed" once its sigma is at most this
@@ -165,12 +166,7 @@ class RatingBook:
             key = (change.agent, change.role)
             st = self.standings.get(key) or Standing(self.env.new_rating())
             st.rating, st.games, st.last_match = change.after, st.games + 1, match
-            if winner is None:
-                st.draws += 1
-            elif winner == team:
-                st.wins += 1
-            else:
-                st.losses += 1
+            count_result(st, winner, team)
             self.standings[key] = st
 
 

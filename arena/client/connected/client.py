@@ -38,6 +38,7 @@ from arena.connected.protocol import (
     PROTOCOL_VERSION,
 )
 from envs.errors import ArenaError
+from league.results import count_result
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +80,7 @@ class Progress:
 
     def record(self, result: dict[str, Any], team_of_seat: Callable[[int], int]) -> None:
         self.matches += 1
-        mine = team_of_seat(result["seats"][0])
-        winner = result.get("winner")
-        if winner is None:
-            self.draws += 1
-        elif winner == mine:
-            self.wins += 1
-        else:
-            self.losses += 1
+        count_result(self, result.get("winner"), team_of_seat(result["seats"][0]))
         if result.get("forfeit_seat") is not None and result["forfeit_seat"] in result["seats"]:
             self.forfeits += 1
         self.results.append(result)
