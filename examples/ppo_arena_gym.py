@@ -10,7 +10,8 @@ the training opponents before and after, exports the actor with
     python examples/ppo_arena_gym.py --total-timesteps 500000     # export only; then:
     arena submit ppo-connect_four-v3.onnx --wait
 
-Every ``--flag`` is a field of :class:`Args` (``--out`` and ``--submit*``: ``examples/training_cli.py``).
+Every ``--flag`` is a field of :class:`Args` (those it shares with ``examples/sb3_maskable_ppo.py``:
+``examples/training_cli.py``).
 Illegal moves never happen: illegal logits are masked out before sampling, as Arena masks
 them when it plays the export. Gymnasium's ``NEXT_STEP`` autoreset: the step after an episode
 ended ignores the action and returns the next episode's first observation, so those samples
@@ -26,17 +27,15 @@ import numpy as np
 import torch
 from torch import nn
 from torch.distributions import Categorical
-from training_cli import SubmitArgs, export_and_submit, parse_args
+from training_cli import GymTrainArgs, export_and_submit, parse_args
 
 import arena.gym
 
 
 @dataclass
-class Args(SubmitArgs):
-    env_id: str = "connect_four-v3"
-    """the Arena env to train on (a board game: make_vec uses its vectorized core)"""
-    opponents: str = "random"
-    """comma-separated opponent names: random, heuristic:epsilon=0.5, file:agent.onnx, pfsp:folder/"""
+class Args(GymTrainArgs):
+    # and GymTrainArgs' --env-id (a board game here: make_vec uses its vectorized core), --opponents,
+    # --ent-coef, --eval-episodes, SubmitArgs' --out, --submit, --token, --submit-timeout
     seed: int = 1
     """seed of the envs, the network and the sampling"""
     total_timesteps: int = 300_000
@@ -57,17 +56,12 @@ class Args(SubmitArgs):
     """epochs per rollout"""
     clip_coef: float = 0.2
     """PPO clipping"""
-    ent_coef: float = 0.01
-    """entropy bonus"""
     vf_coef: float = 0.5
     """value loss weight"""
     max_grad_norm: float = 0.5
     """gradient clipping"""
     hidden: int = 128
     """width of the two hidden layers"""
-    eval_episodes: int = 512
-    """episodes of the win-rate evaluations"""
-    # and SubmitArgs' --out, --submit, --token, --submit-timeout
 
 
 class Agent(nn.Module):
@@ -98,8 +92,7 @@ def win_rate(agent: Agent, args: Args, seed: int) -> float:
         with torch.no_grad():
             return agent.act(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(mask))[0].numpy()
 
-    return arena.gym.win_rate(act, args.env_id, args.opponents.split(","), args.eval_episodes, seed=seed,
-                              num_envs=args.num_envs)
+    return args.win_rate(act, seed, num_envs=args.num_envs)
 
 
 def train(args: Args) -> Agent:

@@ -11,7 +11,8 @@ validated as the server will validate it; no pickle leaves your machine) and, wi
     arena user create me                      # saves your token
     python examples/sb3_maskable_ppo.py --total-timesteps 200000 --submit http://127.0.0.1:8000
 
-Every ``--flag`` is a field of :class:`Args` (``--out`` and ``--submit*``: ``examples/training_cli.py``).
+Every ``--flag`` is a field of :class:`Args` (those it shares with ``examples/ppo_arena_gym.py``:
+``examples/training_cli.py``).
 Without ``--submit`` it stops at the export (``arena submit maskable-ppo-connect_four-v3.onnx
 --wait`` does the rest). The win rates are measured on ``arena.gym.make_vec`` (all boards in
 one numpy batch), sampling from the masked policy as Arena samples from the exported logits.
@@ -24,18 +25,16 @@ from dataclasses import dataclass
 import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.vec_env import DummyVecEnv
-from training_cli import SubmitArgs, export_and_submit, parse_args
+from training_cli import GymTrainArgs, export_and_submit, parse_args
 
 import arena.gym
 from arena.gym.opponents import Opponents
 
 
 @dataclass
-class Args(SubmitArgs):
-    env_id: str = "connect_four-v3"
-    """the Arena env to train on (one seat; role envs: pass the role's opponents)"""
-    opponents: str = "random"
-    """comma-separated opponent names: random, heuristic:epsilon=0.5, file:agent.onnx, pfsp:folder/"""
+class Args(GymTrainArgs):
+    # and GymTrainArgs' --env-id, --opponents, --ent-coef, --eval-episodes, SubmitArgs' --out, --submit,
+    # --token, --submit-timeout
     seed: int = 0
     """seed of the envs, the network and the sampling"""
     total_timesteps: int = 100_000
@@ -50,17 +49,11 @@ class Args(SubmitArgs):
     """epochs per rollout"""
     learning_rate: float = 3e-4
     """Adam learning rate"""
-    ent_coef: float = 0.01
-    """entropy bonus"""
-    eval_episodes: int = 512
-    """episodes of the win-rate evaluations"""
-    # and SubmitArgs' --out, --submit, --token, --submit-timeout
 
 
 def win_rate(model: MaskablePPO, args: Args, seed: int) -> float:
     """Share of ``eval_episodes`` won (draws count half), actions sampled from the masked policy."""
-    return arena.gym.win_rate(lambda obs, mask: model.predict(obs, action_masks=mask, deterministic=False)[0],
-                              args.env_id, args.opponents.split(","), args.eval_episodes, seed=seed)
+    return args.win_rate(lambda obs, mask: model.predict(obs, action_masks=mask, deterministic=False)[0], seed)
 
 
 def make_model(args: Args) -> MaskablePPO:
