@@ -70,6 +70,7 @@ class ConnectedPolicy:
         self._match_of: dict[int, str] = {}
         self._bank: dict[str, float] = {}
         self._presence: tuple[float, Presence] | None = None
+        self._bound_at: float | None = None  # unix seconds matches were last bound (a grace runs from it)
 
     # -- the engine's hooks ---------------------------------------------------------------
     def bind_matches(self, jobs: Iterable[MatchJob]) -> None:
@@ -79,6 +80,7 @@ class ConnectedPolicy:
                 if self.agent_id in job.agents:
                     self._match_of[job.seed] = job.match_id
                     self._bank.setdefault(job.match_id, self.clock.overage_s)
+                    self._bound_at = time.time()
 
     def finish_matches(self, records: Iterable[MatchRecord]) -> None:
         """Tell the client how its matches ended and close their banks."""
@@ -152,13 +154,15 @@ class ConnectedPolicy:
         return _judge(reply.get("actions"), mask, banks, self.agent_id)
 
     def _await_presence(self) -> Presence | None:
-        """The agent's connection, waiting for one that dropped less than the grace ago.
+        """The agent's connection, waiting up to the grace for one to come (back).
 
-        The grace runs from the drop (the gateway notes when it released the socket), not
-        from this request: an agent gone longer, or never connected, is answered at once,
-        so a batch with many offline agents does not wait a grace for each. A presence seen
-        in the last :data:`PRESENCE_FRESH_S` is trusted without asking Redis again (a drop
-        after it is noticed while waiting for the answer)."""
+        The grace runs from the later of the drop (the gateway notes when it released the
+        socket) and the binding of the agent's matches (a person's browser connects after
+        the game was claimed), not from this request: the engine asks the agents of a batch
+        one after another, and a batch with many offline agents waits one grace, not one
+        per agent. Without either mark it runs from now. A presence seen in the last
+        :data:`PRESENCE_FRESH_S` is trusted without asking Redis again (a drop after it is
+        noticed while waiting for the answer)."""
         cached = self._presence
         if cached is not None and time.monotonic() - cached[0] < PRESENCE_FRESH_S:
             return cached[1]
@@ -170,8 +174,9 @@ class ConnectedPolicy:
             if presence is not None:
                 return presence
             if give_up is None:
-                since_drop = float("inf") if seen is None else max(0.0, time.time() - seen)
-                give_up = now + max(0.0, self.clock.grace_s - since_drop)
+                marks = [t for t in (seen, self._bound_at) if t is not None]
+                since = max(0.0, time.time() - max(marks)) if marks else 0.0
+                give_up = now + max(0.0, self.clock.grace_s - since)
             if now >= give_up:
                 return None
             time.sleep(min(POLL_S, give_up - now))
