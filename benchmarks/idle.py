@@ -162,7 +162,7 @@ def wait_settled(data_dir: Path, proc: subprocess.Popen, trickle: float, window:
             console.log(f"settling: matches in the last {now - t0:.0f} s {rates} (settled at <= {limit:.0f})")
             if len(counts) >= 2 and all(d <= limit for d in rates.values()):
                 return True, now - start_t
-        time.sleep(5.0)
+        time.sleep(min(5.0, max(0.0, timeout - (time.monotonic() - start_t))))
     return False, time.monotonic() - start_t
 
 
