@@ -29,8 +29,9 @@ Prints a table, then one JSON line: ``scheduled``, ``recorded``, ``lost``,
 ``duplicated``, ``worker_kills``, ``redis_restarts``, ``db_outage_s``,
 ``ratings_match_rebuild``, ``pool_intact``, ``ray_resources_leaked``, ``queue_left``,
 ``redispatched_batches``, ``nodes``, ``runs``, ``seconds``. ``--smoke``: 400 matches on
-one node and one worker, every fault once within seconds (the suite's check that it
-runs; it needs the PostgreSQL server).
+one node and one worker, every fault once within seconds (it needs the PostgreSQL
+server). The suite runs it at 2,000 matches on two nodes with every fault instead
+(tests/deploy/test_multinode.py).
 """
 
 from __future__ import annotations

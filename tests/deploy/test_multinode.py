@@ -17,6 +17,10 @@ from tests.fixtures_db import _find_postgres
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.postgres, pytest.mark.redis]
+KEYS = {"scheduled", "recorded", "lost", "duplicated", "worker_kills", "redis_restarts", "db_outage_s",
+        "ratings_match_rebuild", "pool_intact", "ray_resources_leaked", "queue_left", "redispatched_batches",
+        "nodes", "runs", "seconds"}
+"""The keys of ``benchmarks/chaos.py``'s JSON line (this test is its run in the suite)."""
 
 
 def test_ladder_across_two_ray_nodes_survives_faults_with_nothing_lost_or_doubled():
@@ -29,6 +33,7 @@ def test_ladder_across_two_ray_nodes_survives_faults_with_nothing_lost_or_double
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=400, check=False, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-4000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert KEYS <= set(result), KEYS - set(result)
     assert result["nodes"] == 2, result  # the workers ran on both nodes
     assert result["scheduled"] == result["recorded"] == 2000, result
     assert result["lost"] == 0 and result["duplicated"] == 0, result
