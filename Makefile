@@ -35,9 +35,10 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium not found and cannot install it: browser tests will be skipped"; fi; }
 
-## test: install dev dependencies and run the whole suite (slow, ray, postgres included).
+## test: install dev dependencies and run the whole suite (slow, ray, postgres included), three
+## workers on two cores (the tests wait on servers and subprocesses; a third worker fills the waits).
 test: $(DEVSTAMP) browser
-	$(VENV)/bin/pytest -n 2 --dist loadgroup -q --durations=25
+	$(VENV)/bin/pytest -n 3 --dist loadgroup -q --durations=25
 
 bench: $(STAMP)
 	$(PY) benchmarks/engine.py

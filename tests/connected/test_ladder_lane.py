@@ -14,6 +14,7 @@ from arena.ladder.registration import register_builtin_agents
 from arena.runners import InProcessRunner
 from arena.storage.db import repositories as repo
 from envs.registry import get_spec
+from tests.client.live import wait_for
 from tests.connected.test_live_protocol import wait_online
 
 ENV = "connect_four-v3"
@@ -53,7 +54,9 @@ def test_connected_agent_is_rated_on_the_ladder_while_online(live, run_client):
             service.step()
             time.sleep(0.05)
         assert agent_row(live, agent["id"]).status_reason == ""
-        assert client.progress.matches > 0 and client.progress.wins > client.progress.losses
+        # The results reach the client after the batch is recorded: wait for them, then read.
+        wait_for("the client to hear its results", lambda: client.progress.matches >= 20, timeout_s=30)
+        assert client.progress.wins > client.progress.losses
         deadline = time.monotonic() + 30
         while service.lane.busy(ENV):
             assert time.monotonic() < deadline
