@@ -156,6 +156,8 @@ def hide_and_seek(
                                 "new league)."),
     critic: str = typer.Option("central", help="What each team's critic sees: central (its agent's observation, "
                                "the full state and the agent's index) or local (the observation; a new league)."),
+    exploiters: int = typer.Option(0, min=0, help="Exploiters per role: trained only against the current mains, "
+                                   "frozen into their pools when they win, reset when they stop (a new league)."),
 ) -> None:
     """Train the hider/seeker league (hide_and_seek-v1) and publish its strategy timeline after each generation.
 
@@ -174,7 +176,7 @@ def hide_and_seek(
     roles = ("hider", "seeker")
     try:
         ppo = replace(default_v1_ppo(seed=seed, shaped=shaped), num_envs=envs, device=device, gamma=gamma,
-                      critic=critic)
+                      critic=critic, exploiters=exploiters)
         config = HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=updates,
                                          eval_episodes=eval_episodes)
         with open_services() as services:
@@ -193,6 +195,11 @@ def hide_and_seek(
                 status.stop()
                 console.print(f"generation {summary.generation}: {summary.updates} updates, "
                               f"{summary.env_steps:,} env steps, {summary.train_seconds / 60:.1f} min trained")
+                if summary.exploiters:  # apart from the mains: each exploiter's score and edge over its main
+                    console.print("exploiters: " + ", ".join(
+                        f"{e['role']} {e['index']} {e['score']:.2f} ({e['edge']:+.2f})"
+                        + (f" frozen as {e['snapshot']}" if e["snapshot"] else "") + (" reset" if e["reset"] else "")
+                        for e in summary.exploiters))
                 console.print(phase_table(run.timeline, roles, f"league {name}: strategy phases"))
                 status.update(f"training generation {summary.generation + 1}...")
                 status.start()

@@ -41,10 +41,11 @@ def test_league_errors_say_what_to_fix(tmp_path):
 
 def test_hide_and_seek_league_command_publishes_its_timeline(tmp_path):
     res = run("league", "hide-and-seek", "--name", "hs", "--minutes", "1", "--generations", "2", "--envs", "32",
-              "--eval-episodes", "16", "--updates", "1", "--record", "2", "--threads", "1",
+              "--eval-episodes", "16", "--updates", "1", "--record", "2", "--threads", "1", "--exploiters", "1",
               data_dir=tmp_path, timeout=180)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "web page /leagues/1" in res.stdout and "generation 1:" in res.stdout
+    assert "exploiters: hider 0 " in res.stdout and ", seeker 0 " in res.stdout  # shown apart from the mains
     from arena.core.settings import Settings
     from arena.storage.db import repositories as repo
     from arena.storage.wiring import open_services
