@@ -415,9 +415,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--critic", choices=CRITICS, default=default_v1_ppo().critic,
                    help=f"local: each critic sees its agent's observation; central: plus the full state "
                         f"(default {default_v1_ppo().critic})")
-    p.add_argument("--epochs", type=int, default=None, help="passes over each rollout (default 2; 4 on a GPU)")
+    p.add_argument("--epochs", type=int, default=None, help="passes over each rollout (default 4)")
     p.add_argument("--minibatches", type=int, default=None,
-                   help="per pass over each team's samples (default 3, about 3,800 hider samples each; 12 on a GPU)")
+                   help="per pass over each team's samples (default 6, about 1,900 hider samples each; 12 on a GPU)")
     p.add_argument("--layout-bank", type=int, default=None,
                    help="GPU: layouts drawn per curriculum setting, picked on the device (default 8192)")
     p.add_argument("--updates-per-generation", type=int, default=10)
@@ -471,9 +471,9 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
     gpu = torch.cuda.is_available() and args.device in ("auto", "cuda")
     minutes = args.minutes if args.minutes is not None else (10.0 if gpu else 60.0)
-    args.epochs = args.epochs or (4 if gpu else 2)
+    args.epochs = args.epochs or 4
     args.sizes = {"num_envs": args.num_envs or (2048 if gpu else 128),
-                  "minibatches": args.minibatches or (12 if gpu else 3),
+                  "minibatches": args.minibatches or (12 if gpu else 6),
                   "layout_bank": args.layout_bank if args.layout_bank is not None else (8192 if gpu else 0)}
     runs = (False, True) if args.ablation else (args.shaped,)
     results = []
