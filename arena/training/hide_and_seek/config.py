@@ -74,8 +74,10 @@ class HideAndSeekLeagueConfig:
     """an exploiter whose score against the other role's main beat its own main's self-play score
     by more than this in a generation is frozen into the pools (the number of exploiters is the
     trainer's ``ppo.exploiters``; :mod:`arena.training.hide_and_seek.exploiters`)"""
-    exploiter_patience: int = 3
-    """generations without such a win after which an exploiter starts again from the main"""
+    exploiter_patience: int = 20
+    """generations without such a win after which an exploiter starts again from the main (with 3,
+    exploiters with 16 envs each were reset every third generation, 480 episodes after the last
+    reset: too few to learn anything the main does not know)"""
     ramp_use_gate: bool = True
     """the ramp stage also opens with the seekers' standard-layout ramp use (0.2 -> 0.5), not
     only with forts (:meth:`envs.hide_and_seek.curriculum.CurriculumRule.ramp_gate`)"""
