@@ -47,13 +47,13 @@ class EpisodeResults:
     phases: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-@torch.no_grad()
 def winners(hider_score: np.ndarray) -> np.ndarray:
     """Winner per episode from the summed hider team reward: 0 hiders (positive), 1 seekers
     (negative), -1 a draw."""
     return np.where(hider_score > 0, HIDERS, np.where(hider_score < 0, SEEKERS, -1))
 
 
+@torch.no_grad()
 def play_episodes(
     core: HideAndSeekCore,
     hider: nn.Module,
