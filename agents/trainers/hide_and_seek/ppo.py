@@ -296,7 +296,7 @@ class HideAndSeekPPO:
         self.models = {role: TeamModel(self.obs_dim, cfg.hidden, self.critic_dim).to(self.device)
                        for role in ROLES}
         self.optims = {
-            role: torch.optim.Adam(m.parameters(), lr=cfg.lr, eps=1e-5)
+            role: self._adam(m)
             for role, m in self.models.items()
         }
         self.gen = torch.Generator(self.device).manual_seed(cfg.seed)
@@ -304,8 +304,7 @@ class HideAndSeekPPO:
         """per role, the envs where each of its exploiters plays it"""
         self.exploiters = {role: [self._copy_of_main(role) for _ in rows] for role, rows in self.exploiter_rows.items()}
         """per role, the exploiters' models (each starts as a copy of the main's)"""
-        self.exploiter_optims = {role: [torch.optim.Adam(x.parameters(), lr=cfg.lr, eps=1e-5) for x in models]
-                                 for role, models in self.exploiters.items()}
+        self.exploiter_optims = {role: [self._adam(x) for x in models] for role, models in self.exploiters.items()}
         self.exploiter_snapshots: dict[str, list[StateDict]] = {role: [] for role in ROLES}
         """per role, the frozen exploiter actors the mains may meet (opponent keys ``x<j>``)"""
         self.generations: list[dict[str, StateDict]] = []
@@ -323,30 +322,31 @@ class HideAndSeekPPO:
         self.freeze()  # generation 0: the untrained start
 
     # -- resumable state ---------------------------------------------------------------
-    def state_tensors(self) -> dict[str, torch.Tensor]:
-        """Both teams' models and Adam moments (``<role>.model.*``, ``<role>.optim.*``) and the
-        torch random streams (``torch_gen``, ``torch_rng``), as plain tensors."""
-        tensors = {"torch_gen": self.gen.get_state().cpu(), "torch_rng": torch.get_rng_state()}
+    def _learners(self):
+        """``(tensor prefix, model, optimiser)`` of everything that learns: each team's model
+        (``hider``, ``seeker``), then its exploiters (``exploiter.<role>.<i>``)."""
         for role in ROLES:
-            tensors |= {f"{role}.model.{k}": v.detach().to("cpu", copy=True).contiguous()
-                        for k, v in self.models[role].state_dict().items()}
-            tensors |= optimizer_tensors(self.optims[role], prefix=f"{role}.optim")
+            yield role, self.models[role], self.optims[role]
             for i, x in enumerate(self.exploiters[role]):
-                tensors |= {f"exploiter.{role}.{i}.model.{k}": v.detach().to("cpu", copy=True).contiguous()
-                            for k, v in x.state_dict().items()}
-                tensors |= optimizer_tensors(self.exploiter_optims[role][i], prefix=f"exploiter.{role}.{i}.optim")
+                yield f"exploiter.{role}.{i}", x, self.exploiter_optims[role][i]
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        """Every learner's model and Adam moments (``<role>.model.*``, ``<role>.optim.*``; an
+        exploiter's under ``exploiter.<role>.<i>``) and the torch random streams (``torch_gen``,
+        ``torch_rng``), as plain tensors."""
+        tensors = {"torch_gen": self.gen.get_state().cpu(), "torch_rng": torch.get_rng_state()}
+        for name, model, optim in self._learners():
+            tensors |= {f"{name}.model.{k}": v.detach().to("cpu", copy=True).contiguous()
+                        for k, v in model.state_dict().items()}
+            tensors |= optimizer_tensors(optim, prefix=f"{name}.optim")
         return tensors
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
         """Inverse of :meth:`state_tensors`."""
-        for role in ROLES:
-            prefix = f"{role}.model."
-            self.models[role].load_state_dict({k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)})
-            load_optimizer_tensors(self.optims[role], tensors, prefix=f"{role}.optim")
-            for i, x in enumerate(self.exploiters[role]):
-                prefix = f"exploiter.{role}.{i}.model."
-                x.load_state_dict({k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)})
-                load_optimizer_tensors(self.exploiter_optims[role][i], tensors, prefix=f"exploiter.{role}.{i}.optim")
+        for name, model, optim in self._learners():
+            prefix = f"{name}.model."
+            model.load_state_dict({k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)})
+            load_optimizer_tensors(optim, tensors, prefix=f"{name}.optim")
         self.gen.set_state(tensors["torch_gen"])
         torch.set_rng_state(tensors["torch_rng"])
 
@@ -386,6 +386,10 @@ class HideAndSeekPPO:
         return self._frozen[key]
 
     # -- exploiters ------------------------------------------------------------------
+    def _adam(self, model: nn.Module) -> torch.optim.Adam:
+        """A model's optimiser (every team model's, the exploiters' too)."""
+        return torch.optim.Adam(model.parameters(), lr=self.cfg.lr, eps=1e-5)
+
     def _copy_of_main(self, role: str) -> TeamModel:
         model = TeamModel(self.obs_dim, self.cfg.hidden, self.critic_dim).to(self.device)
         model.load_state_dict(self.models[role].state_dict())
@@ -395,8 +399,7 @@ class HideAndSeekPPO:
         """Exploiter ``i`` of ``role`` starts again from the main's weights (actor and critic), with a
         fresh optimiser."""
         self.exploiters[role][i].load_state_dict(self.models[role].state_dict())
-        self.exploiter_optims[role][i] = torch.optim.Adam(self.exploiters[role][i].parameters(), lr=self.cfg.lr,
-                                                          eps=1e-5)
+        self.exploiter_optims[role][i] = self._adam(self.exploiters[role][i])
 
     def snapshot_exploiter(self, role: str, i: int) -> str:
         """Freeze exploiter ``i`` of ``role``'s actor (weights copied) as an opponent of the mains;
@@ -523,9 +526,8 @@ class HideAndSeekPPO:
             for i, rows in enumerate(self.exploiter_rows[role]):
                 live = torch.zeros(self.cfg.num_envs, dtype=torch.bool, device=self.device)
                 live[rows] = True
-                samples = buf[role].samples(self.cfg.gamma, self.cfg.gae_lambda, keep=live[None, :, None], copy=False)
-                losses[f"{role}-exploiter-{i}"] = ppo_update(self.exploiters[role][i], self.exploiter_optims[role][i],
-                                                             samples, self.cfg, self.gen)
+                losses[f"{role}-exploiter-{i}"] = self._learn(self.exploiters[role][i], self.exploiter_optims[role][i],
+                                                              buf[role], live)
         env_steps = self.cfg.num_envs * self.core.max_steps
         self.total_steps += env_steps
         self.updates += 1
@@ -541,5 +543,10 @@ class HideAndSeekPPO:
             live[self.last_plan[role][0]] = False
         for rows in self.exploiter_rows[role]:
             live[rows] = False
+        return self._learn(self.models[role], self.optims[role], b, live)
+
+    def _learn(self, model: TeamModel, optim: torch.optim.Optimizer, b: Rollout,
+               live: torch.Tensor) -> tuple[float, float, float]:
+        """PPO epochs of ``model`` on the samples of the ``live`` envs of ``b``."""
         samples = b.samples(self.cfg.gamma, self.cfg.gae_lambda, keep=live[None, :, None], copy=False)
-        return ppo_update(self.models[role], self.optims[role], samples, self.cfg, self.gen)
+        return ppo_update(model, optim, samples, self.cfg, self.gen)
