@@ -75,12 +75,13 @@ class ConnectedPolicy:
     # -- the engine's hooks ---------------------------------------------------------------
     def bind_matches(self, jobs: Iterable[MatchJob]) -> None:
         """Learn the match ids of the seeds about to play (and open their overage banks)."""
+        now = time.time()
         with self._lock:
             for job in jobs:
                 if self.agent_id in job.agents:
                     self._match_of[job.seed] = job.match_id
                     self._bank.setdefault(job.match_id, self.clock.overage_s)
-                    self._bound_at = time.time()
+                    self._bound_at = now
 
     def finish_matches(self, records: Iterable[MatchRecord]) -> None:
         """Tell the client how its matches ended and close their banks."""

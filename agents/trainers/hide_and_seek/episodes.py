@@ -31,6 +31,12 @@ from envs.hide_and_seek.device.core import TorchHideAndSeekCore
 CURRICULUM = ATTRIBUTES  # core attributes a curriculum may change between updates
 
 
+def hider_points(hider_score: np.ndarray) -> np.ndarray:
+    """The hiders' points per episode from their summed team reward: 1 a win, 1/2 a draw, 0 a loss
+    (the seekers get 1 minus it)."""
+    return (np.sign(hider_score) + 1.0) / 2.0
+
+
 @dataclass(frozen=True)
 class TrainingEpisodes:
     """What one update's episodes showed, one entry per env (host arrays).
@@ -70,7 +76,7 @@ class TrainingEpisodes:
         win 1, a draw 1/2), beside the score of its own role's main in the self-play episodes
         (hide-and-seek is not symmetric: untrained seekers win most games, so an exploiter is
         judged against what its main does)."""
-        hider = (np.sign(self.hider_score) + 1.0) / 2.0
+        hider = hider_points(self.hider_score)
         main = float(hider[self.self_play()].mean())
 
         def score(role: str, rows) -> float:

@@ -24,8 +24,8 @@ def default_v1_ppo(seed: int = 0, shaped: bool = False) -> HideAndSeekPPOConfig:
     The critic is ``central`` (it sees the full state; each actor its own view): on two CPUs
     the honest league's forts rose faster with it than with the ``local`` one at equal env
     steps, on both seeds measured (docs/leagues.md, "The honest headline"). Each update makes
-    4 passes of 6 minibatches: 2 passes of 3 (issue 30's first cheaper loop) played 1.6x the
-    env steps per CPU-minute but learned forts far slower per CPU-minute (docs/leagues.md,
+    4 passes of 6 minibatches: 2 passes of 3 (issue 30's first cheaper loop) played about 1.3x
+    the env steps per CPU-minute but learned forts far slower per CPU-minute (docs/leagues.md,
     "A cheaper learner loop").
     """
     return HideAndSeekPPOConfig(

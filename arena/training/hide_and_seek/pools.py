@@ -20,6 +20,7 @@ import safetensors.torch
 import torch
 
 from agents.checkpoint import make_spec, serialize_weights
+from agents.trainers.hide_and_seek.episodes import hider_points
 from arena.snapshots.keys import league_pool
 from arena.snapshots.pool import RedisSnapshotPool
 from envs.hide_and_seek.rules import ROLES
@@ -97,7 +98,7 @@ class RolePools:
             if entry is None:
                 continue
             rows, g = entry
-            hider_score = float(np.mean((np.sign(returns[rows]) + 1.0) / 2.0))
+            hider_score = float(np.mean(hider_points(returns[rows])))
             learner = OTHER[opponent_role]
             self.tables[learner].record(str(g), hider_score if learner == "hider" else 1.0 - hider_score)
 
