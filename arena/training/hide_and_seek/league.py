@@ -238,12 +238,12 @@ class HideAndSeekLeague:
     def _restore(self, saved: dict[str, Any]) -> None:
         t = self.trainer
         self.generations = [GenerationSummary(**s) for s in saved["generations"]]
-        self.exploiter_shas = {role: list(saved.get("exploiter_snapshots", {}).get(role, [])) for role in ROLES}
+        self.exploiter_shas = {role: list(saved["exploiter_snapshots"].get(role, [])) for role in ROLES}
         generations, exploiters = self.role_pools.load(
             [{role: getattr(s, f"{role}_sha256") for role in ROLES} for s in self.generations], self.exploiter_shas)
         t.load_generations(generations)
         t.exploiter_snapshots = exploiters
-        self.exploiters.load_json(saved.get("exploiters", []))
+        self.exploiters.load_json(saved["exploiters"])
         t.load_state_tensors(read_tensors(self.dir.root))
         t.load_counters({"updates": saved["updates"], "total_steps": saved["total_steps"], "rng": saved["trainer_rng"]})
         self.train_seconds = saved["train_seconds"]
