@@ -19,9 +19,12 @@ How the function is called:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -119,7 +122,7 @@ def connect(
             request_act, text = fn, text or bool(getattr(fn, "arena_text", False))
         else:
             act = fn
-    with remote(server, token) as client:
+    with remote(server, token) as client, _ctrl_c() as interrupted:
         session = client.connect(act, env=env, name=name, role=role or None, batched=batched,
                                  request_act=request_act, text=text, encoding="json" if json_frames else "msgpack",
                                  max_matches=max_matches, background=True)
@@ -127,7 +130,7 @@ def connect(
         verb = "registered" if session.created else "reusing"
         console.print(f"{verb} connected agent [bold]{agent['id']}[/] ({agent['name']}, {agent['env']}); "
                       f"playing as `{getattr(fn, '__name__', 'agent')}`, Ctrl-C stops")
-        stopped = _follow(client, session, refresh)
+        stopped = _follow(client, session, refresh, interrupted)
     progress = session.progress
     summary = (f"{progress.matches} matches: {progress.wins} won, {progress.draws} drawn, {progress.losses} lost"
                f" ({progress.forfeits} forfeited)")
@@ -136,26 +139,47 @@ def connect(
     console.print(f"{'stopped' if stopped else 'done'}: agent {agent['id']}, {summary}")
 
 
-def _follow(client: ArenaClient, session: Any, refresh: float) -> bool:
+@contextlib.contextmanager
+def _ctrl_c():
+    """Ctrl-C sets the yielded event instead of raising, from the moment the command starts
+    connecting: a KeyboardInterrupt raised between starting the session and watching it would
+    end the process with 130 and no summary. A second Ctrl-C still raises."""
+    interrupted = threading.Event()
+
+    def on_sigint(signum, frame) -> None:
+        if interrupted.is_set():
+            raise KeyboardInterrupt
+        interrupted.set()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _follow(client: ArenaClient, session: Any, refresh: float, interrupted: threading.Event) -> bool:
     """Show the live state until the session ends; ``True`` when Ctrl-C ended it."""
     state = _Watch(session)
     next_poll = 0.0
-    try:
-        with Live(state.render(), console=console, refresh_per_second=4, transient=True) as live:
-            while session.running:
-                state.events(live.console)
-                if time.monotonic() >= next_poll:
-                    state.poll(client)
-                    next_poll = time.monotonic() + refresh
-                live.update(state.render())
-                time.sleep(TICK_S)
+    with Live(state.render(), console=console, refresh_per_second=4, transient=True) as live:
+        while session.running and not interrupted.is_set():
             state.events(live.console)
-    except KeyboardInterrupt:
-        console.print("stopping (Ctrl-C)...")
-        session.stop(timeout=5)
-        state.events(console)
-        return True
-    return False
+            if time.monotonic() >= next_poll:
+                state.poll(client)
+                next_poll = time.monotonic() + refresh
+            live.update(state.render())
+            interrupted.wait(TICK_S)
+        state.events(live.console)
+    if not interrupted.is_set():
+        return False
+    console.print("stopping (Ctrl-C)...")
+    session.stop(timeout=5)
+    state.events(console)
+    return True
 
 
 class _Watch:
