@@ -10,9 +10,7 @@ import pytest
 
 from agents.catalog import make_policy
 from agents.policy import MatchRng, derive_seed
-from arena.engine import MatchJob, make_vector_core, play_matches
-from arena.engine.board import play_board_matches
-from arena.engine.guard import ILLEGAL, ActResult, PolicyCaller
+from arena.engine import MatchJob, play_matches
 from arena.engine.plan import plan_matches
 from arena.engine.records import MatchRecord
 from arena.engine.replay import replay_record
@@ -178,49 +176,3 @@ def test_env_worker_processes_play_the_same_matches():
         again = engine.play(env_id, jobs, policies)  # reused env instances reset cleanly
     key = lambda r: (r.actions, r.scores, r.winner)
     assert [key(r) for r in inline] == [key(r) for r in sharded] == [key(r) for r in again]
-
-
-class OverTheWire:
-    """Answers like a connected agent: ``submit`` sends the rows, the returned function
-    answers them later (here: a heuristic's moves, or an illegal one on some rows)."""
-
-    weights_hash = None
-    answers_rows = True
-
-    def __init__(self, agent_id: str, env_id: str) -> None:
-        self.agent_id, self.inner = agent_id, make_policy("heuristic:epsilon=0.3", env_id)
-        self.in_flight = self.most_in_flight = 0
-
-    def act(self, obs, mask, rng):
-        return self.submit(obs, mask, rng)()
-
-    def submit(self, obs, mask, rng):
-        self.in_flight += 1
-        self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        actions = np.asarray(self.inner.act(obs, mask, rng), dtype=np.int64)
-        codes = np.zeros(len(mask), dtype=np.int8)
-        illegal = (rng.seeds % 37 == 0) & (np.asarray(rng.plies) == 5)
-        codes[illegal] = ILLEGAL
-
-        def finish():
-            self.in_flight -= 1
-            return ActResult(actions, codes, "illegal on purpose" if illegal.any() else "")
-
-        return finish
-
-
-def test_lanes_overlap_round_trips_and_change_no_match():
-    env_id = "connect_four-v3"
-    spec = get_spec(env_id)
-    key = lambda r: (r.seed, r.seats, r.actions, r.scores, r.winner, r.termination, r.forfeit_seat, r.detail)
-    played = {}
-    for lanes in (1, 2, 3, None):
-        wire = OverTheWire("wire", env_id)
-        policies = {"wire": wire, "random": make_policy("random", env_id)}
-        jobs = plan_matches(["wire", "random"], spec, 101, seed=5)
-        records = play_board_matches(spec, make_vector_core(env_id), jobs, policies, PolicyCaller(), lanes=lanes)
-        assert [r.seed for r in records] == [j.seed for j in jobs]  # the jobs' order, whatever the lanes
-        played[lanes] = ([key(r) for r in records], wire.most_in_flight)
-    assert any(k[5] == "illegal_action" for k in played[1][0])
-    assert played[1][0] == played[2][0] == played[3][0] == played[None][0]
-    assert [played[lanes][1] for lanes in (1, 2, 3, None)] == [1, 2, 3, 2]  # None: two lanes for a wire agent
