@@ -31,7 +31,7 @@ from collections.abc import Iterator
 
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, ValueInfoProto
+from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, ValueInfoProto, helper
 
 from envs.errors import InvalidSubmission
 
@@ -49,21 +49,16 @@ RANDOM_OPS = frozenset(
      "Bernoulli"}
 )
 
-# dtype -> (bytes per element in raw_data, the typed field that holds it otherwise)
+_TENSOR_DTYPES = (
+    TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.INT8,
+    TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8, TensorProto.UINT16,
+    TensorProto.UINT32, TensorProto.UINT64, TensorProto.BOOL,
+)
+"""The accepted tensor dtypes: the plain numeric ones."""
+# dtype -> (bytes per element in raw_data, the typed field that holds it otherwise), as onnx lays them out
 _TENSOR_TYPES: dict[int, tuple[int, str]] = {
-    TensorProto.FLOAT: (4, "float_data"),
-    TensorProto.DOUBLE: (8, "double_data"),
-    TensorProto.FLOAT16: (2, "int32_data"),
-    TensorProto.BFLOAT16: (2, "int32_data"),
-    TensorProto.INT8: (1, "int32_data"),
-    TensorProto.INT16: (2, "int32_data"),
-    TensorProto.INT32: (4, "int32_data"),
-    TensorProto.INT64: (8, "int64_data"),
-    TensorProto.UINT8: (1, "int32_data"),
-    TensorProto.UINT16: (2, "int32_data"),
-    TensorProto.UINT32: (4, "uint64_data"),
-    TensorProto.UINT64: (8, "uint64_data"),
-    TensorProto.BOOL: (1, "int32_data"),
+    dtype: (helper.tensor_dtype_to_np_dtype(dtype).itemsize, helper.tensor_dtype_to_field(dtype))
+    for dtype in _TENSOR_DTYPES
 }
 _DATA_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data",
                 "uint64_data")
