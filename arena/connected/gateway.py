@@ -72,7 +72,9 @@ MAX_OUTSTANDING = 64
 MAX_ERRORS = 20
 """Protocol errors a connection may make before it is closed."""
 MAX_FRAMES_PER_S = 500
-"""Frames a client may send in one second before it is closed (a flood)."""
+"""Frames other than answers to open requests (pings, errors, unknown ids) a client may
+send in one second before it is closed (a flood). Answers are not counted: the server
+paces them (a fast agent in a big batch answers far more than 500 a second)."""
 
 
 def redis_client(url: str) -> aredis.Redis:
@@ -245,26 +247,30 @@ class Connection:
                 return
             if message["type"] == "websocket.disconnect":
                 return
-            now = int(time.monotonic())
-            window, frames = (now, 1) if now != window else (window, frames + 1)
-            if frames > MAX_FRAMES_PER_S:
-                await self.websocket.close(CLOSE_TOO_MANY, "too many frames")
-                return
             raw = message.get("bytes") if message.get("bytes") is not None else message.get("text")
             try:
-                await self._handle(decode_frame(raw if raw is not None else b""))
+                answered = await self._handle(decode_frame(raw if raw is not None else b""))
             except ProtocolError as exc:
+                answered = False
                 self.errors += 1
                 await self.send({"type": "error", "detail": str(exc)})
                 if self.errors >= MAX_ERRORS:
                     await self.websocket.close(CLOSE_PROTOCOL, "too many protocol errors")
                     return
+            if answered:  # the server's own pace (at most MAX_OUTSTANDING open), never a flood
+                continue
+            now = int(time.monotonic())
+            window, frames = (now, 1) if now != window else (window, frames + 1)
+            if frames > MAX_FRAMES_PER_S:
+                await self.websocket.close(CLOSE_TOO_MANY, "too many frames")
+                return
 
-    async def _handle(self, message: dict[str, Any]) -> None:
+    async def _handle(self, message: dict[str, Any]) -> bool:
+        """Act on one frame of the client's; ``True`` when it answered an open request."""
         kind = message["type"]
         if kind == "ping":
             await self.send({"type": "pong", "time": time.time()})
-            return
+            return False
         if kind != "answer":
             raise ProtocolError(f"unexpected message type {kind!r}; a client sends 'answer' or 'ping'")
         request_id = message.get("id")
@@ -280,6 +286,7 @@ class Connection:
             raise
         if await self._push(reply_key, sent, envelope):
             self.answered += 1
+        return True
 
     async def _push(self, key: str, sent: _Sent, envelope: bytes) -> bool:
         """Hand the reply to the engine that waits for it, unless a newer connection took the

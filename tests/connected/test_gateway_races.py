@@ -378,3 +378,30 @@ def test_the_sockets_of_a_process_that_died_stop_counting(redis_url):
         await client.aclose()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the database plays no part here
+def test_answers_do_not_count_as_a_flood_but_other_frames_do(live, monkeypatch):
+    """A fast agent answers as many requests a second as the engine sends; only frames that
+    answer no open request (pings here) count against the flood limit."""
+    monkeypatch.setattr("arena.connected.gateway.MAX_FRAMES_PER_S", 5)
+    token = live.user("fast")
+    agent = live.connected_agent(token, "fast")
+    broker = live.services.connected_policies().broker
+    ws = open_raw(live, token, agent["id"])
+    try:
+        fence = broker.presence(agent["id"]).fence
+        ids = [_request(broker, agent["id"]) for _ in range(40)]
+        for _ in ids:  # 40 answers, well within a second: eight times the limit
+            request = msgpack.unpackb(ws.recv(timeout=5))
+            ws.send(msgpack.packb({"type": "answer", "id": request["id"], "actions": [1]}))
+        assert [broker.wait_reply(i, 5.0)["actions"] for i in ids] == [[1]] * 40
+        assert broker.presence(agent["id"]).fence == fence  # the same connection, still open
+        with pytest.raises(ConnectionClosed) as closed:
+            for _ in range(40):
+                ws.send(msgpack.packb({"type": "ping"}))
+            while True:
+                ws.recv(timeout=5)
+        assert closed.value.rcvd.code == 4429
+    finally:
+        ws.close()
