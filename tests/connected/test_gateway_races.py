@@ -381,9 +381,9 @@ def test_the_sockets_of_a_process_that_died_stop_counting(redis_url):
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the database plays no part here
-def test_answers_do_not_count_as_a_flood_but_other_frames_do(live, monkeypatch):
+def test_answers_do_not_count_as_a_flood(live, monkeypatch):
     """A fast agent answers as many requests a second as the engine sends; only frames that
-    answer no open request (pings here) count against the flood limit."""
+    answer no open request count against the flood limit (pings: the hostile clients' test)."""
     monkeypatch.setattr("arena.connected.gateway.MAX_FRAMES_PER_S", 5)
     token = live.user("fast")
     agent = live.connected_agent(token, "fast")
@@ -397,11 +397,7 @@ def test_answers_do_not_count_as_a_flood_but_other_frames_do(live, monkeypatch):
             ws.send(msgpack.packb({"type": "answer", "id": request["id"], "actions": [1]}))
         assert [broker.wait_reply(i, 5.0)["actions"] for i in ids] == [[1]] * 40
         assert broker.presence(agent["id"]).fence == fence  # the same connection, still open
-        with pytest.raises(ConnectionClosed) as closed:
-            for _ in range(40):
-                ws.send(msgpack.packb({"type": "ping"}))
-            while True:
-                ws.recv(timeout=5)
-        assert closed.value.rcvd.code == 4429
+        ws.send(msgpack.packb({"type": "ping"}))
+        assert msgpack.unpackb(ws.recv(timeout=5))["type"] == "pong"
     finally:
         ws.close()
