@@ -66,7 +66,8 @@ phase). Measured: docs/leagues.md, "A cheaper learner loop".
 
 ``--exploiters N`` adds N exploiters per role (:mod:`arena.training.hide_and_seek.exploiters`:
 trained only against the current mains, frozen into the mains' pools when they win,
-reset to the main's weights when they stop); each generation's row then ends with every
+reset to the main's weights when they stop; ``--exploiter-share`` is the share of the
+envs they play in together, default 0.25); each generation's row then ends with every
 exploiter's score against the other role's main and its edge over its own main's
 self-play score (``*``: frozen, ``r``: reset), and the JSON's
 ``exploiters`` holds ``per_role``, per role its ``snapshots`` and ``resets``, and
@@ -291,7 +292,7 @@ def league_config(args: argparse.Namespace, shaped: bool, name: str) -> HideAndS
     ppo = default_v1_ppo(args.seed, shaped=shaped)
     bonuses = {k: getattr(args, k) for k in BONUSES if getattr(args, k) is not None}
     ppo = replace(ppo, epochs=args.epochs, device=args.device, gamma=args.gamma, critic=args.critic,
-                  exploiters=args.exploiters, **args.sizes, **bonuses)
+                  exploiters=args.exploiters, exploiter_share=args.exploiter_share, **args.sizes, **bonuses)
     cfg = HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=args.updates_per_generation,
                                   eval_episodes=args.eval_episodes, eval_every=args.eval_every,
                                   curriculum=not args.no_curriculum, curriculum_share=args.curriculum_share,
@@ -425,6 +426,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--eval-every", type=int, default=HideAndSeekLeagueConfig.eval_every,
                    help="standard-layout evaluation every this many generations (the others: training episodes)")
     p.add_argument("--exploiters", type=int, default=0, help="exploiters per role (AlphaStar's main exploiters)")
+    p.add_argument("--exploiter-share", type=float, default=HideAndSeekPPOConfig.exploiter_share,
+                   help="share of the envs that all exploiters together play in (default 0.25)")
     p.add_argument("--classic-loop", action="store_true",
                    help="the learner loop before issue 30 (numpy core, per-step critic, every generation evaluated)")
     p.add_argument("--speed", action="store_true",
