@@ -3,6 +3,8 @@
 window.Arena = (() => {
   const num = (v, digits = 2) => (v === null || v === undefined ? "—" : Number(v).toFixed(digits));
   const pct = (v, digits = 1) => (v === null || v === undefined ? "—" : (100 * v).toFixed(digits) + "%");
+  /** A step count, short: 500, 8k, 1.5M (as the server's steps filter writes a number). */
+  const steps = (n) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1000 ? `${n / 1000}k` : String(n));
 
   /** "12 s ago", "5 min ago", "3 h ago", "2 d ago" for an ISO timestamp. */
   function ago(iso) {
@@ -43,5 +45,5 @@ window.Arena = (() => {
     refreshTimes();
     setInterval(refreshTimes, 5000);
   });
-  return { num, pct, ago, refreshTimes, el };
+  return { num, pct, steps, ago, refreshTimes, el };
 })();

@@ -3,7 +3,7 @@
 (() => {
   const table = document.getElementById("leaderboard");
   if (!table) return;
-  const { num, pct, el, refreshTimes } = window.Arena;
+  const { num, pct, el, refreshTimes, steps } = window.Arena;
   const source = table.dataset.source;
   const period = Number(table.dataset.pollMs) || 2000;
   const status = document.getElementById("live-status");
@@ -25,10 +25,6 @@
 
   function rangeText(r) {
     return r.rank_lo == null || r.rank_hi == null || r.rank_lo === r.rank_hi ? "" : `${r.rank_lo}–${r.rank_hi}`;
-  }
-
-  function steps(n) {
-    return n >= 1e6 ? `${n / 1e6}M` : n >= 1000 ? `${n / 1000}k` : String(n);
   }
 
   // Same text as the server's probe_text filter.

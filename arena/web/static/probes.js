@@ -4,13 +4,9 @@
   const section = document.getElementById("probes-section");
   const table = document.getElementById("probes");
   if (!section || !table) return;
-  const { pct, el, refreshTimes } = window.Arena;
+  const { pct, el, refreshTimes, steps } = window.Arena;
   const period = Number(section.dataset.pollMs) || 2000;
   const open = (s) => s === "queued" || s === "running";
-
-  function steps(n) {
-    return n >= 1e6 ? `${n / 1e6}M` : n >= 1000 ? `${n / 1000}k` : String(n);
-  }
 
   // The same cells as the server renders (agent.html).
   function row(p) {
