@@ -3,8 +3,9 @@
 window.Arena = (() => {
   const num = (v, digits = 2) => (v === null || v === undefined ? "—" : Number(v).toFixed(digits));
   const pct = (v, digits = 1) => (v === null || v === undefined ? "—" : (100 * v).toFixed(digits) + "%");
-  /** A step count, short: 500, 8k, 1.5M (as the server's steps filter writes a number). */
-  const steps = (n) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1000 ? `${n / 1000}k` : String(n));
+  /** A step count, short: 500, 8k, 1.5M, "—" for none (as the server's steps filter writes it). */
+  const steps = (n) =>
+    n == null ? "—" : n >= 1e6 ? `${n / 1e6}M` : n >= 1000 ? `${n / 1000}k` : String(n);
 
   /** "12 s ago", "5 min ago", "3 h ago", "2 d ago" for an ISO timestamp. */
   function ago(iso) {
