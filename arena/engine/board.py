@@ -1,8 +1,14 @@
 """The batched match loop for built-in board games (vectorized cores).
 
-All matches of a call advance together, one ply per iteration. At each ply, the
-rows whose mover is driven by the same policy are answered by one ``act`` call, so
+All matches of a call advance together, one ply per iteration (a *tick*). At each tick,
+the rows whose mover is driven by the same policy are answered by one ``act`` call, so
 a batch of 4,096 matches between two agents costs two forwards per ply.
+
+An agent that answers over the wire (a connected agent) plays the first seat in some
+matches and the second in others, so in step it would move at every tick: a round trip
+per ply. Its matches as the second seat start one tick late instead, so its moves in all
+its matches fall on the same ticks: one round trip every other tick, half as many. Each
+row draws from its own match's random stream, so this changes no match.
 """
 
 from __future__ import annotations
@@ -33,12 +39,18 @@ def play_board_matches(
     jobs: list[MatchJob],
     policies: dict[str, Policy],
     caller: PolicyCaller,
+    align_wire: bool = True,
 ) -> list[MatchRecord]:
-    """Play ``jobs`` on a vectorized two-player core and return their records."""
+    """Play ``jobs`` on a vectorized two-player core and return their records.
+
+    ``align_wire``: start the matches where an over-the-wire agent plays the second seat one
+    tick late (module docstring); the records are the same either way.
+    """
     n = len(jobs)
     ids = sorted({a for job in jobs for a in job.agents})
     index = {a: i for i, a in enumerate(ids)}
     agent_idx = np.array([[index[a] for a in job.agents] for job in jobs], dtype=np.int64)
+    start = _wire_starts(agent_idx, [policies[a] for a in ids]) if align_wire and n else np.zeros(n, np.int64)
     seeds = np.array([job.seed for job in jobs], dtype=np.int64)
     batch = core.new_batch(n)
     max_plies = spec.step_limit + 1
@@ -48,10 +60,12 @@ def play_board_matches(
     live = np.ones(n, dtype=bool)
     details: dict[int, str] = {}
 
-    while True:
-        rows = np.flatnonzero(live)
+    tick = 0
+    while live.any():
+        rows = np.flatnonzero(live & (start <= tick))
+        tick += 1
         if rows.size == 0:
-            break
+            continue
         obs, mask = core.observe(batch, rows)
         seat = batch.to_move[rows]
         plies = batch.plies[rows]
@@ -89,6 +103,15 @@ def play_board_matches(
     with gc_paused():
         return _records(spec, jobs, batch.winner, batch.plies, actlog, rewards, codes, forfeit_seat,
                         details, policies)
+
+
+def _wire_starts(agent_idx: np.ndarray, policies: list[Policy]) -> np.ndarray:
+    """``(n,)`` the tick each match starts at: 1 where the second seat is an over-the-wire
+    agent and the first is not (its moves then fall on the same ticks as in the matches where
+    it plays the first seat), else 0."""
+    wire = np.array([hasattr(p, "submit") and bool(getattr(p, "answers_rows", False)) for p in policies])
+    seat_wire = wire[agent_idx]
+    return (seat_wire[:, 1] & ~seat_wire[:, 0]).astype(np.int64)
 
 
 _TERM_VALUES = [t.value for t in TERMINATIONS]

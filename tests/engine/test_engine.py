@@ -10,7 +10,9 @@ import pytest
 
 from agents.catalog import make_policy
 from agents.policy import MatchRng, derive_seed
-from arena.engine import MatchJob, play_matches
+from arena.engine import MatchJob, make_vector_core, play_matches
+from arena.engine.board import play_board_matches
+from arena.engine.guard import ILLEGAL, ActResult, PolicyCaller
 from arena.engine.plan import plan_matches
 from arena.engine.records import MatchRecord
 from arena.engine.replay import replay_record
@@ -176,3 +178,52 @@ def test_env_worker_processes_play_the_same_matches():
         again = engine.play(env_id, jobs, policies)  # reused env instances reset cleanly
     key = lambda r: (r.actions, r.scores, r.winner)
     assert [key(r) for r in inline] == [key(r) for r in sharded] == [key(r) for r in again]
+
+
+class OverTheWire:
+    """Answers like a connected agent: ``submit`` sends the rows, the returned function
+    answers them later (here: a heuristic's moves, or an illegal one on some rows)."""
+
+    weights_hash = None
+    answers_rows = True
+
+    def __init__(self, agent_id: str, env_id: str) -> None:
+        self.agent_id, self.inner = agent_id, make_policy("heuristic:epsilon=0.3", env_id)
+        self.requests = 0
+
+    def act(self, obs, mask, rng):
+        return self.submit(obs, mask, rng)()
+
+    def submit(self, obs, mask, rng):
+        self.requests += 1
+        actions = np.asarray(self.inner.act(obs, mask, rng), dtype=np.int64)
+        codes = np.zeros(len(mask), dtype=np.int8)
+        illegal = (rng.seeds % 37 == 0) & (np.asarray(rng.plies) == 5)
+        codes[illegal] = ILLEGAL
+
+        def finish():
+            return ActResult(actions, codes, "illegal on purpose" if illegal.any() else "")
+
+        return finish
+
+
+def test_an_over_the_wire_agent_is_asked_every_other_tick_and_no_match_changes():
+    """Its matches as the second seat start a tick late, so its moves in all its matches fall
+    on the same ticks: half the round trips, the same records (forfeits included)."""
+    env_id = "connect_four-v3"
+    spec = get_spec(env_id)
+    key = lambda r: (r.seed, r.seats, r.actions, r.scores, r.winner, r.termination, r.forfeit_seat, r.detail)
+    played = {}
+    for align in (False, True):
+        wire = OverTheWire("wire", env_id)
+        policies = {"wire": wire, "random": make_policy("random", env_id)}
+        jobs = plan_matches(["wire", "random"], spec, 200, seed=5)
+        records = play_board_matches(spec, make_vector_core(env_id), jobs, policies, PolicyCaller(),
+                                     align_wire=align)
+        played[align] = ([key(r) for r in records], wire.requests, max(len(r.actions) for r in records))
+    assert {tuple(r[1]) for r in played[False][0]} == {("wire", "random"), ("random", "wire")}
+    assert any(k[5] == "illegal_action" for k in played[False][0])
+    assert played[True][0] == played[False][0]
+    (_, unaligned, longest), (_, aligned, _) = played[False], played[True]
+    assert aligned <= longest // 2 + 1  # every other tick
+    assert aligned <= 0.6 * unaligned, (aligned, unaligned)  # in step: at nearly every ply
