@@ -297,7 +297,8 @@ def league_config(args: argparse.Namespace, shaped: bool, name: str) -> HideAndS
                                   eval_episodes=args.eval_episodes, eval_every=args.eval_every,
                                   curriculum=not args.no_curriculum, curriculum_share=args.curriculum_share,
                                   curriculum_target=args.curriculum_target,
-                                  curriculum_ramp=args.curriculum_ramp, ramp_reach_step=args.ramp_reach_step)
+                                  curriculum_ramp=args.curriculum_ramp, ramp_reach_step=args.ramp_reach_step,
+                                  ramp_reach_up=args.ramp_reach_up)
     return classic_loop(cfg) if args.classic_loop else cfg
 
 
@@ -444,6 +445,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--curriculum-ramp", action=argparse.BooleanOptionalAction,
                    default=HideAndSeekLeagueConfig.curriculum_ramp,
                    help="second curriculum stage once forts are common: the ramp starts by a door")
+    p.add_argument("--ramp-reach-up", type=float, default=HideAndSeekLeagueConfig.ramp_reach_up,
+                   help="ramp-stage defense rate (in the stage's own episodes) at which its reach grows")
     p.add_argument("--ramp-reach-step", type=float, default=HideAndSeekLeagueConfig.ramp_reach_step,
                    help="how far the ramp stage's reach moves per generation (0: ramp next to a hider by the door)")
     p.add_argument("--device", default="auto")
