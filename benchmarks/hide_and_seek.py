@@ -310,6 +310,7 @@ def run_config(league: HideAndSeekLeague) -> dict:
             "core_backend": ppo.core_backend, "batched_values": ppo.batched_values, "eval_every": cfg.eval_every,
             "transitions_per_update": league.trainer.transitions_per_update,
             "epochs": ppo.epochs, "gamma": ppo.gamma, "critic": ppo.critic,
+            "exploiters": ppo.exploiters, "exploiter_share": ppo.exploiter_share,
             "updates_per_generation": cfg.updates_per_generation,
             "eval_episodes": cfg.eval_episodes, "rewards": "shaped" if ppo.shaped else "team",
             "bonuses": {k: getattr(ppo, k) for k in BONUSES},

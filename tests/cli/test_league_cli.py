@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.cli.test_ladder_cli import run
 
 
@@ -42,7 +44,7 @@ def test_league_errors_say_what_to_fix(tmp_path):
 def test_hide_and_seek_league_command_publishes_its_timeline(tmp_path):
     res = run("league", "hide-and-seek", "--name", "hs", "--minutes", "1", "--generations", "2", "--envs", "32",
               "--eval-episodes", "16", "--updates", "1", "--record", "2", "--threads", "1", "--exploiters", "1",
-              data_dir=tmp_path, timeout=180)
+              "--exploiter-share", "0.5", data_dir=tmp_path, timeout=180)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "web page /leagues/1" in res.stdout and "generation 1:" in res.stdout
     assert "exploiters: hider 0 " in res.stdout and ", seeker 0 " in res.stdout  # shown apart from the mains
@@ -59,3 +61,5 @@ def test_hide_and_seek_league_command_publishes_its_timeline(tmp_path):
     again = run("league", "hide-and-seek", "--name", "hs", "--minutes", "1", "--generations", "2",
                 data_dir=tmp_path, timeout=120)  # already there: resumes, trains nothing
     assert again.returncode == 0 and "resuming league hs: 2 generations" in again.stdout, again.stdout
+    saved = json.loads(next(tmp_path.rglob("hide_and_seek.json")).read_text())["config"]["ppo"]
+    assert (saved["exploiters"], saved["exploiter_share"]) == (1, 0.5)
