@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.policy import MatchRng, Policy
-from arena.engine.guard import ILLEGAL, OK, PolicyCaller
+from arena.engine.guard import ILLEGAL, OK, PolicyCaller, answers_later
 from arena.engine.records import (
     TERMINATION_CODE,
     TERMINATIONS,
@@ -109,7 +109,7 @@ def _wire_starts(agent_idx: np.ndarray, policies: list[Policy]) -> np.ndarray:
     """``(n,)`` the tick each match starts at: 1 where the second seat is an over-the-wire
     agent and the first is not (its moves then fall on the same ticks as in the matches where
     it plays the first seat), else 0."""
-    wire = np.array([hasattr(p, "submit") and bool(getattr(p, "answers_rows", False)) for p in policies])
+    wire = np.array([answers_later(p) for p in policies])
     seat_wire = wire[agent_idx]
     return (seat_wire[:, 1] & ~seat_wire[:, 0]).astype(np.int64)
 

@@ -46,6 +46,12 @@ class ActResult:
     detail: str = ""
 
 
+def answers_later(policy: Policy) -> bool:
+    """``policy`` judges its own rows and can ``submit`` them now to be answered later (a
+    connected agent, over the wire)."""
+    return hasattr(policy, "submit") and bool(getattr(policy, "answers_rows", False))
+
+
 class PolicyCaller:
     """Runs ``policy.act`` with an optional wall-clock budget per call.
 
@@ -115,13 +121,12 @@ class PolicyCaller:
         A policy that judges its rows and can ``submit`` (a connected agent) is asked now
         and answered when the function is called, so the engine can ask the other
         policies of the ply meanwhile; any other policy is asked at once."""
-        submit = getattr(policy, "submit", None)
-        if submit is None or not getattr(policy, "answers_rows", False):
+        if not answers_later(policy):
             res = self.act(policy, obs, mask, rng)
             return lambda: res
         k = len(mask)
         try:
-            finish = submit(obs, mask, rng)
+            finish = policy.submit(obs, mask, rng)
         except Exception as exc:  # a transport failure forfeits these rows, never the engine
             log.exception("%s failed to take %d rows", policy.agent_id, k)
             failed = ActResult(np.full(k, -1), np.full(k, ERROR, np.int8), f"{policy.agent_id}: {exc}")
