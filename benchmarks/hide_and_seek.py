@@ -132,6 +132,7 @@ if sys.path and Path(sys.path[0]).resolve() == _ROOT / "benchmarks":
 import torch
 
 from agents.trainers.hide_and_seek.ppo import CRITICS, HideAndSeekPPOConfig
+from agents.trainers.ppo_core import PRECISIONS
 from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.storage.redis_server import EmbeddedRedis, connect_redis
@@ -292,7 +293,8 @@ def league_config(args: argparse.Namespace, shaped: bool, name: str) -> HideAndS
     ppo = default_v1_ppo(args.seed, shaped=shaped)
     bonuses = {k: getattr(args, k) for k in BONUSES if getattr(args, k) is not None}
     ppo = replace(ppo, epochs=args.epochs, device=args.device, gamma=args.gamma, critic=args.critic,
-                  exploiters=args.exploiters, exploiter_share=args.exploiter_share, **args.sizes, **bonuses)
+                  exploiters=args.exploiters, exploiter_share=args.exploiter_share, precision=args.precision,
+                  **args.sizes, **bonuses)
     cfg = HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=args.updates_per_generation,
                                   eval_episodes=args.eval_episodes, eval_every=args.eval_every,
                                   curriculum=not args.no_curriculum, curriculum_share=args.curriculum_share,
@@ -310,6 +312,7 @@ def run_config(league: HideAndSeekLeague) -> dict:
             "core_backend": ppo.core_backend, "batched_values": ppo.batched_values, "eval_every": cfg.eval_every,
             "transitions_per_update": league.trainer.transitions_per_update,
             "epochs": ppo.epochs, "gamma": ppo.gamma, "critic": ppo.critic,
+            "precision": ppo.precision, "precision_used": league.trainer.precision,
             "exploiters": ppo.exploiters, "exploiter_share": ppo.exploiter_share,
             "updates_per_generation": cfg.updates_per_generation,
             "eval_episodes": cfg.eval_episodes, "rewards": "shaped" if ppo.shaped else "team",
@@ -427,6 +430,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--eval-episodes", type=int, default=256)
     p.add_argument("--eval-every", type=int, default=HideAndSeekLeagueConfig.eval_every,
                    help="standard-layout evaluation every this many generations (the others: training episodes)")
+    p.add_argument("--precision", choices=PRECISIONS, default=default_v1_ppo().precision,
+                   help="the networks' matrix products: fp32, bf16, or auto (bf16 where the CPU multiplies "
+                        "bfloat16 in hardware; default auto)")
     p.add_argument("--exploiters", type=int, default=0, help="exploiters per role (AlphaStar's main exploiters)")
     p.add_argument("--exploiter-share", type=float, default=HideAndSeekPPOConfig.exploiter_share,
                    help="share of the envs that all exploiters together play in (default 0.25)")

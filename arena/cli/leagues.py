@@ -160,6 +160,8 @@ def hide_and_seek(
                                    "frozen into their pools when they win, reset when they stop (a new league)."),
     exploiter_share: float = typer.Option(0.25, help="Share of the envs all exploiters play in together, "
                                           "between 0 and 1 (a new league)."),
+    precision: str = typer.Option("auto", help="The networks' matrix products: fp32, bf16, or auto (bf16 on a CPU "
+                                  "that multiplies bfloat16 in hardware; a new league)."),
 ) -> None:
     """Train the hider/seeker league (hide_and_seek-v1) and publish its strategy timeline after each generation.
 
@@ -178,7 +180,7 @@ def hide_and_seek(
     roles = ("hider", "seeker")
     try:
         ppo = replace(default_v1_ppo(seed=seed, shaped=shaped), num_envs=envs, device=device, gamma=gamma,
-                      critic=critic, exploiters=exploiters, exploiter_share=exploiter_share)
+                      critic=critic, exploiters=exploiters, exploiter_share=exploiter_share, precision=precision)
         config = HideAndSeekLeagueConfig(name=name, ppo=ppo, updates_per_generation=updates,
                                          eval_episodes=eval_episodes)
         with open_services() as services:

@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+import pytest
 import torch
 from torch import nn
 
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
-from agents.trainers.ppo_core import PPOSettings, Rollout, Samples, gae, masked_sample, ppo_update
+from agents.trainers.ppo_core import (
+    LogitsCategorical,
+    PPOSettings,
+    Rollout,
+    Samples,
+    autocast,
+    bf16_matmul_units,
+    gae,
+    masked_logits,
+    masked_sample,
+    ppo_update,
+    resolve_precision,
+)
 from agents.trainers.ppo_selfplay import PPOConfig
 
 
@@ -113,3 +126,51 @@ def test_samples_kept_by_rows_update_as_the_copied_ones() -> None:
         ppo_update(model, optim, samples, PPOSettings(epochs=2, minibatches=3), torch.Generator().manual_seed(2))
         results.append([p.detach().clone() for p in model.parameters()])
     assert all(torch.equal(a, b) for a, b in zip(*results, strict=True))
+
+
+def test_precision_resolves_auto_by_the_cpu_and_refuses_unknown_names() -> None:
+    cpu = torch.device("cpu")
+    assert resolve_precision("fp32", cpu) == "fp32" and resolve_precision("bf16", cpu) == "bf16"
+    assert resolve_precision("auto", cpu) == ("bf16" if bf16_matmul_units() else "fp32")
+    assert resolve_precision("auto", torch.device("cuda")) == "fp32"  # accelerators keep float32 under auto
+    with pytest.raises(ValueError, match="precision must be one of"):
+        resolve_precision("fp16", cpu)
+    with pytest.raises(ValueError, match="precision must be one of"):
+        HideAndSeekPPOConfig(precision="half")
+    # a config saved before there was a choice trained in float32 and keeps it
+    saved = asdict(HideAndSeekPPOConfig())
+    del saved["precision"]
+    assert HideAndSeekPPOConfig.from_dict(saved).precision == "fp32"
+
+
+def test_bf16_runs_the_linear_layers_in_bfloat16_and_hands_float32_logits_on() -> None:
+    torch.manual_seed(0)
+    net, x = nn.Linear(8, 5), torch.randn(4, 8)
+    mask = torch.tensor([[True, False, True, True, False]] * 4)
+    with autocast(torch.device("cpu"), "bf16"):
+        out = net(x)
+        logits = masked_logits(out, mask)
+    with autocast(torch.device("cpu"), "fp32"):
+        assert net(x).dtype == torch.float32
+    assert out.dtype == torch.bfloat16 and logits.dtype == torch.float32
+    assert (logits[~mask] == -1e9).all()
+    assert torch.allclose(logits[mask], net(x)[mask], rtol=0.02, atol=0.02) and not torch.equal(logits[mask], net(x)[mask])
+
+
+def test_logits_categorical_gives_torch_categoricals_numbers_and_gradients() -> None:
+    torch.manual_seed(1)
+    raw = torch.randn(64, 7)
+    mask = torch.rand(64, 7) < 0.7
+    mask[:, 0] = True
+    act = torch.multinomial(mask.float(), 1).squeeze(-1)
+    grads, values = [], []
+    for make in (LogitsCategorical, lambda logits: torch.distributions.Categorical(logits=logits)):
+        x = raw.clone().requires_grad_(True)
+        dist = make(masked_logits(x, mask))
+        logp, ent = dist.log_prob(act), dist.entropy()
+        (logp.sum() + ent.sum()).backward()
+        values.append((logp.detach(), ent.detach()))
+        grads.append(x.grad)
+    assert torch.allclose(values[0][0], values[1][0], atol=1e-6) and torch.allclose(values[0][1], values[1][1], atol=1e-6)
+    assert torch.isfinite(grads[0]).all() and torch.allclose(grads[0], grads[1], atol=1e-6)
+    assert (grads[0][~mask] == 0).all()  # a masked action gets no gradient

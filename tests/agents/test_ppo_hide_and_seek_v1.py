@@ -68,3 +68,27 @@ def test_v1_trainer_steps_the_torch_core_off_the_host_with_the_same_shaping() ->
     a = host.shaping.rewards(last, zero, zero)
     b = dev.shaping.rewards(last, zero, zero)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) and a[0].abs().sum() > 0
+
+
+def test_a_bf16_update_moves_the_weights_as_the_float32_one_and_keeps_float32_state() -> None:
+    """bfloat16 matrix products change the numbers a little, not where the update goes: from the
+    same start and seed, one update's weight change points the same way as float32's."""
+    torch.set_num_threads(1)
+    cfg = replace(default_v1_ppo(seed=5), num_envs=16, hidden=[16], epochs=1, minibatches=2, device="cpu")
+    runs = {}
+    for precision in ("fp32", "bf16"):
+        trainer = HideAndSeekPPO(replace(cfg, precision=precision))
+        assert trainer.precision == precision
+        start = [p.detach().clone() for p in trainer.models["hider"].parameters()]
+        stats = trainer.update()
+        assert np.isfinite(stats.hider_return) and all(np.isfinite(v).all() for v in stats.losses.values())
+        params = list(trainer.models["hider"].parameters())
+        assert all(p.dtype == torch.float32 for p in params)  # weights (and so Adam's moments) stay float32
+        assert all(v.dtype == torch.float32 for v in trainer.optims["hider"].state_dict()["state"][0].values()
+                   if v.dim())
+        runs[precision] = torch.cat([(p.detach() - s).flatten() for p, s in zip(params, start, strict=True)])
+        frozen = trainer.generations[trainer.freeze()]["hider"]  # what becomes the exported agent
+        assert all(v.dtype == torch.float32 for v in frozen.values())
+    fp32, bf16 = runs["fp32"], runs["bf16"]
+    assert not torch.equal(fp32, bf16)  # bf16 did run in bfloat16
+    assert torch.nn.functional.cosine_similarity(fp32, bf16, dim=0) > 0.9

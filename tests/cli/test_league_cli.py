@@ -44,7 +44,7 @@ def test_league_errors_say_what_to_fix(tmp_path):
 def test_hide_and_seek_league_command_publishes_its_timeline(tmp_path):
     res = run("league", "hide-and-seek", "--name", "hs", "--minutes", "1", "--generations", "2", "--envs", "32",
               "--eval-episodes", "16", "--updates", "1", "--record", "2", "--threads", "1", "--exploiters", "1",
-              "--exploiter-share", "0.5", data_dir=tmp_path, timeout=180)
+              "--exploiter-share", "0.5", "--precision", "bf16", data_dir=tmp_path, timeout=180)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "web page /leagues/1" in res.stdout and "generation 1:" in res.stdout
     assert "exploiters: hider 0 " in res.stdout and ", seeker 0 " in res.stdout  # shown apart from the mains
@@ -62,4 +62,7 @@ def test_hide_and_seek_league_command_publishes_its_timeline(tmp_path):
                 data_dir=tmp_path, timeout=120)  # already there: resumes, trains nothing
     assert again.returncode == 0 and "resuming league hs: 2 generations" in again.stdout, again.stdout
     saved = json.loads(next(tmp_path.rglob("hide_and_seek.json")).read_text())["config"]["ppo"]
-    assert (saved["exploiters"], saved["exploiter_share"]) == (1, 0.5)
+    assert (saved["exploiters"], saved["exploiter_share"], saved["precision"]) == (1, 0.5, "bf16")
+    bad = run("league", "hide-and-seek", "--name", "other", "--precision", "fp16", "--minutes", "0.01",
+              data_dir=tmp_path)
+    assert bad.returncode == 2 and "precision must be one of" in bad.stdout + bad.stderr
