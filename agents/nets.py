@@ -49,15 +49,25 @@ class MLPNet(nn.Module):
         self.head = nn.Linear(sizes[-1], num_actions)
         self._act = _ACTIVATIONS[activation]
 
-    def features(self, obs: torch.Tensor) -> torch.Tensor:
-        """The last hidden layer (what ``head`` reads); a trainer's critic may share it."""
+    def features(self, obs: torch.Tensor, matmul_dtype: torch.dtype | None = None) -> torch.Tensor:
+        """The last hidden layer (what ``head`` reads); a trainer's critic may share it.
+
+        ``matmul_dtype`` (training only, e.g. ``torch.bfloat16``): the first layer's matrix
+        product, where nearly all of the arithmetic is, runs in that type (its output back in
+        float32; gradients reach the float32 weights); every later layer and the head stay float32.
+        """
         x = obs.reshape(obs.shape[0], -1)
-        for layer in self.trunk:
-            x = self._act(layer(x))
+        for i, layer in enumerate(self.trunk):
+            if i == 0 and matmul_dtype is not None:
+                x = nn.functional.linear(x.to(matmul_dtype), layer.weight.to(matmul_dtype),
+                                         layer.bias.to(matmul_dtype)).float()
+            else:
+                x = layer(x)
+            x = self._act(x)
         return x
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(obs))
+    def forward(self, obs: torch.Tensor, matmul_dtype: torch.dtype | None = None) -> torch.Tensor:
+        return self.head(self.features(obs, matmul_dtype))
 
 
 class CNNNet(nn.Module):

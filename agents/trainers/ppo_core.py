@@ -14,21 +14,25 @@ how they collect a rollout; from there on both call these functions:
 ``minibatches`` is the one name for how a rollout is split: a count per pass, so the
 minibatch grows with the rollout (on a GPU, with the number of envs).
 
-:func:`resolve_precision` and :func:`autocast` are the one place that says where the networks
-run their matrix products in bfloat16 (a trainer's ``precision``).
+:func:`resolve_precision` and :func:`matmul_dtype` are the one place that says where the
+networks' first layers multiply in bfloat16 (a trainer's ``precision``).
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+ILLEGAL_LOGIT = -1e9
+"""what a masked-out action's logit becomes (zero probability, no NaN)"""
+
 PRECISIONS = ("fp32", "bf16", "auto")
-"""a trainer's ``precision``: float32 throughout, bfloat16 matrix products (weights, gradients,
-Adam and every loss stay float32), or ``bf16`` where the CPU multiplies bfloat16 in hardware"""
+"""a trainer's ``precision``: float32 throughout, or the first layer's matrix product of every
+network in bfloat16 (:meth:`agents.nets.MLPNet.features`; every later layer, the heads, values,
+log-probabilities, losses, weights and Adam stay float32), or ``bf16`` where the CPU multiplies
+bfloat16 in hardware"""
 
 
 def bf16_matmul_units() -> bool:
@@ -50,21 +54,14 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     return precision
 
 
-def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
-    """The context the networks run in: ``bf16`` autocasts linear layers (and their backward) to
-    bfloat16; ``fp32`` changes nothing. Callers cast the outputs they take logs of to float32."""
-    if precision == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-ILLEGAL_LOGIT = -1e9
-"""what a masked-out action's logit becomes (zero probability, no NaN)"""
+def matmul_dtype(precision: str) -> torch.dtype | None:
+    """What a resolved ``precision`` passes to the networks as ``matmul_dtype`` (``None``: float32)."""
+    return torch.bfloat16 if precision == "bf16" else None
 
 
 def masked_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``logits`` (as float32: a bfloat16 network's too) with the actions ``mask`` forbids set
-    to :data:`ILLEGAL_LOGIT`."""
-    return logits.float().masked_fill(~mask, ILLEGAL_LOGIT)
+    """``logits`` with the actions ``mask`` forbids set to :data:`ILLEGAL_LOGIT`."""
+    return logits.masked_fill(~mask, ILLEGAL_LOGIT)
 
 
 class LogitsCategorical:

@@ -8,17 +8,18 @@ import pytest
 import torch
 from torch import nn
 
+from agents.nets import build_net
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
 from agents.trainers.ppo_core import (
     LogitsCategorical,
     PPOSettings,
     Rollout,
     Samples,
-    autocast,
     bf16_matmul_units,
     gae,
     masked_logits,
     masked_sample,
+    matmul_dtype,
     ppo_update,
     resolve_precision,
 )
@@ -143,18 +144,21 @@ def test_precision_resolves_auto_by_the_cpu_and_refuses_unknown_names() -> None:
     assert HideAndSeekPPOConfig.from_dict(saved).precision == "fp32"
 
 
-def test_bf16_runs_the_linear_layers_in_bfloat16_and_hands_float32_logits_on() -> None:
+def test_bf16_multiplies_only_the_first_layer_in_bfloat16_and_trains_the_float32_weights() -> None:
     torch.manual_seed(0)
-    net, x = nn.Linear(8, 5), torch.randn(4, 8)
-    mask = torch.tensor([[True, False, True, True, False]] * 4)
-    with autocast(torch.device("cpu"), "bf16"):
-        out = net(x)
-        logits = masked_logits(out, mask)
-    with autocast(torch.device("cpu"), "fp32"):
-        assert net(x).dtype == torch.float32
-    assert out.dtype == torch.bfloat16 and logits.dtype == torch.float32
-    assert (logits[~mask] == -1e9).all()
-    assert torch.allclose(logits[mask], net(x)[mask], rtol=0.02, atol=0.02) and not torch.equal(logits[mask], net(x)[mask])
+    net = build_net("mlp", {"hidden": [16, 16]}, (40,), 5)
+    x = torch.randn(32, 40)
+    exact = net(x)
+    low = net(x, matmul_dtype(resolve_precision("bf16", torch.device("cpu"))))
+    assert low.dtype == torch.float32 and matmul_dtype("fp32") is None
+    assert torch.allclose(low, exact, rtol=0.05, atol=0.02) and not torch.equal(low, exact)
+    # the first layer's product is bfloat16's: rounding the inputs and weights to bfloat16 by hand gives it
+    first = net.trunk[0]
+    rounded = nn.functional.linear(x.bfloat16().float(), first.weight.bfloat16().float(), first.bias.bfloat16().float())
+    assert torch.allclose(net.features(x, torch.bfloat16), net._act(net.trunk[1](net._act(rounded))), atol=1e-2)
+    low.sum().backward()  # gradients reach every float32 weight, the first layer's too
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 and p.grad.abs().sum() > 0
+               for p in net.parameters())
 
 
 def test_logits_categorical_gives_torch_categoricals_numbers_and_gradients() -> None:
@@ -171,6 +175,7 @@ def test_logits_categorical_gives_torch_categoricals_numbers_and_gradients() -> 
         (logp.sum() + ent.sum()).backward()
         values.append((logp.detach(), ent.detach()))
         grads.append(x.grad)
-    assert torch.allclose(values[0][0], values[1][0], atol=1e-6) and torch.allclose(values[0][1], values[1][1], atol=1e-6)
+    (logp, ent), (torch_logp, torch_ent) = values
+    assert torch.allclose(logp, torch_logp, atol=1e-6) and torch.allclose(ent, torch_ent, atol=1e-6)
     assert torch.isfinite(grads[0]).all() and torch.allclose(grads[0], grads[1], atol=1e-6)
     assert (grads[0][~mask] == 0).all()  # a masked action gets no gradient

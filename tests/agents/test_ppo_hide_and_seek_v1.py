@@ -91,4 +91,4 @@ def test_a_bf16_update_moves_the_weights_as_the_float32_one_and_keeps_float32_st
         assert all(v.dtype == torch.float32 for v in frozen.values())
     fp32, bf16 = runs["fp32"], runs["bf16"]
     assert not torch.equal(fp32, bf16)  # bf16 did run in bfloat16
-    assert torch.nn.functional.cosine_similarity(fp32, bf16, dim=0) > 0.9
+    assert torch.nn.functional.cosine_similarity(fp32, bf16, dim=0) > 0.99  # 0.9995 measured; bf16 logits gave 0.988

@@ -78,9 +78,9 @@ from agents.trainers.ppo_core import (
     LogitsCategorical,
     PPOSettings,
     Rollout,
-    autocast,
     masked_logits,
     masked_sample,
+    matmul_dtype,
     ppo_update,
     resolve_precision,
 )
@@ -169,11 +169,12 @@ class HideAndSeekPPOConfig(PPOSettings):
     agent's index, as OpenAI's value functions did; the actor (the exported agent) sees its
     own observation either way"""
     precision: str = "fp32"
-    """the networks' matrix products in rollouts and updates: ``fp32``, ``bf16`` (bfloat16 under
-    autocast, the rollout's observations stored in bfloat16; weights, gradients, Adam, values,
-    log-probabilities and losses stay float32), or ``auto`` (``bf16`` on a CPU that multiplies
-    bfloat16 in hardware, :func:`agents.trainers.ppo_core.bf16_matmul_units`). The exported
-    actors are float32 either way."""
+    """the networks' arithmetic in rollouts and updates: ``fp32``; ``bf16``, every network's first
+    layer (nearly all of its arithmetic: 575 or 792 inputs) multiplies in bfloat16 and the
+    rollout's observations are stored in bfloat16, while later layers, heads, values,
+    log-probabilities, losses, weights and Adam stay float32 (:meth:`agents.nets.MLPNet.features`);
+    or ``auto``, ``bf16`` on a CPU that multiplies bfloat16 in hardware
+    (:func:`agents.trainers.ppo_core.bf16_matmul_units`). The exported actors are float32 either way."""
 
     def __post_init__(self) -> None:
         if self.critic not in CRITICS:
@@ -264,15 +265,18 @@ class TeamModel(nn.Module):
     actor reads the observation only, the critic the whole row.
     """
 
-    def __init__(self, obs_dim: int, hidden: list[int], critic_dim: int = 0) -> None:
+    def __init__(self, obs_dim: int, hidden: list[int], critic_dim: int = 0,
+                 matmul_dtype: torch.dtype | None = None) -> None:
         super().__init__()
         self.obs_dim = obs_dim
+        self.matmul_dtype = matmul_dtype
+        """the first layers' matrix products in this type (``None``: float32; :data:`PRECISIONS`)"""
         self.actor = build_net("mlp", {"hidden": hidden}, (obs_dim,), NUM_ACTIONS)
         self.critic = build_net("mlp", {"hidden": hidden}, (obs_dim + critic_dim,), 1)
 
     def forward(self, row: torch.Tensor, mask: torch.Tensor):
-        logits = masked_logits(self.actor(row[..., :self.obs_dim]), mask)
-        return LogitsCategorical(logits), self.critic(row).squeeze(-1).float()
+        logits = masked_logits(self.actor(row[..., :self.obs_dim], self.matmul_dtype), mask)
+        return LogitsCategorical(logits), self.critic(row, self.matmul_dtype).squeeze(-1)
 
 
 @dataclass
@@ -299,6 +303,8 @@ class HideAndSeekPPO:
         self.device = resolve_device(cfg.device)
         self.precision = resolve_precision(cfg.precision, self.device)
         """``fp32`` or ``bf16``: what ``cfg.precision`` means on this device"""
+        self.matmul_dtype = matmul_dtype(self.precision)
+        """what the networks' first layers multiply in (``None``: float32)"""
         self.rng = np.random.default_rng(cfg.seed)
         if self.device.type != "cpu" or cfg.torch_core:
             core = make_core(cfg, cfg.num_envs, device=self.device)
@@ -313,7 +319,7 @@ class HideAndSeekPPO:
         """features the critic sees beyond the observation (0: ``local``)"""
         if cfg.critic == "central":
             self.critic_dim = self.envs.critic_state().shape[-1] + self.core.n_agents
-        self.models = {role: TeamModel(self.obs_dim, cfg.hidden, self.critic_dim).to(self.device)
+        self.models = {role: TeamModel(self.obs_dim, cfg.hidden, self.critic_dim, self.matmul_dtype).to(self.device)
                        for role in ROLES}
         self.optims = {
             role: self._adam(m)
@@ -412,7 +418,7 @@ class HideAndSeekPPO:
         return torch.optim.Adam(model.parameters(), lr=self.cfg.lr, eps=1e-5, fused=True)
 
     def _copy_of_main(self, role: str) -> TeamModel:
-        model = TeamModel(self.obs_dim, self.cfg.hidden, self.critic_dim).to(self.device)
+        model = TeamModel(self.obs_dim, self.cfg.hidden, self.critic_dim, self.matmul_dtype).to(self.device)
         model.load_state_dict(self.models[role].state_dict())
         return model
 
@@ -459,9 +465,7 @@ class HideAndSeekPPO:
         """Play one whole episode in every env; returns samples, hider returns, door rate."""
         obs, mask = self.envs.reset()
         plan = self._opponent_plan()
-        obs_dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32
-        with autocast(self.device, self.precision):
-            buf, returns = self._play(obs, mask, plan, obs_dtype)
+        buf, returns = self._play(obs, mask, plan, self.matmul_dtype or torch.float32)
         self.last_plan, self.last_returns = plan, returns.cpu().numpy().astype(np.float64)
         blocked = self.envs.door_blocked()
         self.last_episodes = TrainingEpisodes(host_phases(self.core), self.last_returns, blocked,
@@ -496,23 +500,23 @@ class HideAndSeekPPO:
                 if t < first[role]:
                     continue  # frozen seekers: noop
                 model = self.models[role]
-                act, logp = masked_sample(model.actor(o.reshape(-1, self.obs_dim)),
+                act, logp = masked_sample(model.actor(o.reshape(-1, self.obs_dim), self.matmul_dtype),
                                           m.reshape(-1, NUM_ACTIONS), self.gen)
                 act, logp = act.view(n, 2), logp.view(n, 2)
                 if plan[role] is not None:
                     rows, g = plan[role]
                     past = self.frozen_actor(g, role, dev)
-                    sub, _ = masked_sample(past(o[rows].reshape(-1, self.obs_dim)),
+                    sub, _ = masked_sample(past(o[rows].reshape(-1, self.obs_dim), self.matmul_dtype),
                                            m[rows].reshape(-1, NUM_ACTIONS), self.gen)
                     act[rows] = sub.view(-1, 2)
                 for x, rows in zip(self.exploiters[role], self.exploiter_rows[role], strict=True):
-                    sub, sub_logp = masked_sample(x.actor(o[rows].reshape(-1, self.obs_dim)),
+                    sub, sub_logp = masked_sample(x.actor(o[rows].reshape(-1, self.obs_dim), self.matmul_dtype),
                                                   m[rows].reshape(-1, NUM_ACTIONS), self.gen)
                     act[rows], logp[rows] = sub.view(-1, 2), sub_logp.view(-1, 2)
                 b, i = buf[role], t - first[role]
                 b.obs[i], b.mask[i], b.act[i], b.logp[i] = seen[:, cols], m, act, logp
                 if not self.cfg.batched_values:
-                    b.val[i] = model.critic(b.obs[i].reshape(n * 2, -1)).view(n, 2)
+                    b.val[i] = model.critic(b.obs[i].reshape(n * 2, -1), self.matmul_dtype).view(n, 2)
                 actions[:, cols] = act
             obs, rewards, mask = self.envs.step(actions)
             r = team_rewards(rewards)
@@ -524,10 +528,11 @@ class HideAndSeekPPO:
         if self.cfg.batched_values:  # the weights did not change: one call gives every step's values
             for role in ROLES:
                 b = buf[role]
-                b.val = self.models[role].critic(b.obs.reshape(-1, b.obs.shape[-1])).float().view(b.val.shape)
+                critic = self.models[role].critic
+                b.val = critic(b.obs.reshape(-1, b.obs.shape[-1]), self.matmul_dtype).view(b.val.shape)
                 for x, rows in zip(self.exploiters[role], self.exploiter_rows[role], strict=True):
                     seen = b.obs[:, rows]
-                    b.val[:, rows] = x.critic(seen.reshape(-1, seen.shape[-1])).view(seen.shape[:3])
+                    b.val[:, rows] = x.critic(seen.reshape(-1, seen.shape[-1]), self.matmul_dtype).view(seen.shape[:3])
         return buf, returns
 
     def critic_inputs(self, obs: torch.Tensor) -> torch.Tensor:
@@ -578,5 +583,4 @@ class HideAndSeekPPO:
                live: torch.Tensor) -> tuple[float, float, float]:
         """PPO epochs of ``model`` on the samples of the ``live`` envs of ``b``."""
         samples = b.samples(self.cfg.gamma, self.cfg.gae_lambda, keep=live[None, :, None], copy=False)
-        with autocast(self.device, self.precision):
-            return ppo_update(model, optim, samples, self.cfg, self.gen)
+        return ppo_update(model, optim, samples, self.cfg, self.gen)

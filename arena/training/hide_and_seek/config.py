@@ -26,9 +26,9 @@ def default_v1_ppo(seed: int = 0, shaped: bool = False) -> HideAndSeekPPOConfig:
     steps, on both seeds measured (docs/leagues.md, "The honest headline"). Each update makes
     4 passes of 6 minibatches: 2 passes of 3 (issue 30's first cheaper loop) played about 1.3x
     the env steps per CPU-minute but learned forts far slower per CPU-minute (docs/leagues.md,
-    "A cheaper learner loop"). ``precision`` ``auto``: bfloat16 matrix products on a CPU that
-    has them in hardware (AMX, AVX-512 BF16), where the update runs about 1.7x faster
-    (docs/leagues.md, "bfloat16 on the CPU").
+    "A cheaper learner loop"). ``precision`` ``auto``: the networks' first layers multiply in
+    bfloat16 on a CPU that does so in hardware (AMX, AVX-512 BF16), where an update takes about
+    0.6x the time (docs/leagues.md, "bfloat16 first layers").
     """
     return HideAndSeekPPOConfig(
         env_id="hide_and_seek-v1", size=9, n_doors=None, layout="quadrant", seekers_by_door=False,
