@@ -314,14 +314,30 @@ class PhaseFirstPublic(BaseModel):
     match_id: str = Field(description="The first recorded match where the phase happened (replayable).")
 
 
+class ExploiterEntryPublic(BaseModel):
+    generation: int
+    role: str = Field(description="The env role the exploiter plays (hider, seeker).")
+    index: int = Field(description="The exploiter's index within its role.")
+    score: float = Field(description="Its score against the other role's main team in this generation "
+                         "(a win 1, a draw 1/2).")
+    edge: float = Field(description="That score less its own main team's score in self-play.")
+    snapshot: str | None = Field(description="The opponent key it was frozen into its role's pool as "
+                                 "(x0, x1, ...); null: not frozen in this generation.")
+    reset: bool = Field(description="It started again from its main team's weights after this generation.")
+
+
 class LeagueTimelinePublic(BaseModel):
     id: int
     name: str
     env_id: str
     phases: list[str] = Field(description="Phases in the order they are known to emerge.")
     roles: list[str]
-    rows: list[GenerationPublic]
+    rows: list[GenerationPublic] = Field(description="The main teams' generations.")
     firsts: list[PhaseFirstPublic]
+    exploiters: list[ExploiterEntryPublic] = Field(
+        default_factory=list,
+        description="Apart from the main teams: each exploiter's entry per generation, in generation order "
+        "(empty for a league without exploiters).")
 
 
 class ProbeCreate(BaseModel):

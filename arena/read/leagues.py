@@ -5,6 +5,9 @@ per generation, the rate of each strategy phase and the ratings of the generatio
 snapshots per role. The page shows it as two charts sharing the generation axis
 (phase rates in ``[0, 1]``; TrueSkill mu per role with +-sigma bars), a table with a
 bar per rate, and for each phase a link to the first recorded match where it happened.
+A league with exploiters also gets, apart from the mains, each exploiter's entries per
+generation: its score against the other role's main, its edge over its own main, and
+whether it was frozen into the pools (as which snapshot) or reset.
 Chart geometry is computed here, so the page is plain server-rendered SVG: no script.
 """
 
@@ -43,6 +46,7 @@ def league_page_data(session: Session, league_id: int) -> dict[str, Any] | None:
         for phase, match_id in r.first_matches.items():
             firsts[phase] = {"generation": r.generation, "match_id": match_id}
     generations = [r.generation for r in rows]
+    exploiters = [{"generation": r.generation, **e} for r in rows for e in r.exploiters]
     return {
         "id": league.id, "name": league.name, "env_id": league.env_id, "created_at": league.created_at,
         "phases": phases, "roles": roles,
@@ -51,7 +55,22 @@ def league_page_data(session: Session, league_id: int) -> dict[str, Any] | None:
         "firsts": [{"phase": p, **firsts[p]} for p in phases if p in firsts],
         "rate_chart": rate_chart(generations, {p: [r.phase_rates.get(p) for r in rows] for p in phases}),
         "rating_chart": rating_chart(generations, {role: [r.ratings.get(role) for r in rows] for role in roles}),
+        "exploiters": exploiters,
+        "exploiter_table": exploiter_table(exploiters, spec_roles),
     }
+
+
+def exploiter_table(entries: list[dict[str, Any]], spec_roles: list[str]) -> dict[str, Any]:
+    """The exploiters' entries as a table: a column per exploiter (role in the env's order, then
+    index), a row per generation that has entries; a cell is the entry or ``None``."""
+    order = {r: i for i, r in enumerate(spec_roles)}
+    columns = sorted({(e["role"], e["index"]) for e in entries},
+                     key=lambda c: (order.get(c[0], len(order)), c[0], c[1]))
+    cells: dict[int, dict[tuple[str, int], dict[str, Any]]] = {}
+    for e in entries:
+        cells.setdefault(e["generation"], {})[(e["role"], e["index"])] = e
+    return {"columns": [{"role": role, "index": index} for role, index in columns],
+            "rows": [{"generation": g, "cells": [cells[g].get(c) for c in columns]} for g in sorted(cells)]}
 
 
 def leagues_of(session: Session, env_id: str) -> list[dict[str, Any]]:

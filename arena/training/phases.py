@@ -89,7 +89,8 @@ def timeline_rows(timeline: PhaseTimeline) -> list[dict]:
     for occ in timeline.firsts.values():
         firsts.setdefault(occ.generation, {})[occ.phase] = occ.match_id
     return [{"generation": rec.generation, "episodes": rec.episodes, "phase_rates": rec.rates,
-             "ratings": rec.ratings, "first_matches": firsts.get(rec.generation, {})}
+             "ratings": rec.ratings, "first_matches": firsts.get(rec.generation, {}),
+             "exploiters": [e.to_json() for e in rec.exploiters]}
             for rec in timeline.rows()]
 
 

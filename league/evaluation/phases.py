@@ -10,7 +10,10 @@ defense, ...) are detected per episode by the env as *phase values*: a number in
   the first recorded match (one with a match id, so that it can be replayed) in which
   a phase happened is kept as its :class:`FirstOccurrence`;
 * next to the rates each generation keeps the TrueSkill ``[mu, sigma]`` of its
-  snapshots per env role (``hider``, ``seeker``).
+  snapshots per env role (``hider``, ``seeker``);
+* apart from the mains, a league with exploiters (trained only against the current main of
+  the other role) keeps each generation's :class:`ExploiterEntry` per exploiter: its score
+  against that main, its edge over its own main, and whether it was frozen or reset.
 
 Phase names are plain strings: an env with more detectors (``hide_and_seek-v1``'s
 ramps) simply brings more names. :data:`PHASE_ORDER` only fixes the display order of
@@ -37,15 +40,43 @@ def order_phases(names: Iterable[str]) -> list[str]:
     return known + sorted(names - set(known))
 
 
+@dataclass(frozen=True)
+class ExploiterEntry:
+    """What one generation did with one exploiter (apart from the main teams)."""
+
+    role: str
+    index: int
+    score: float
+    """its score against the other role's main (a win 1, a draw 1/2)"""
+    edge: float
+    """that score less its own main's score in self-play"""
+    snapshot: str | None = None
+    """the opponent key it was frozen into its role's pool as (``x0``, ...); ``None``: not frozen"""
+    reset: bool = False
+    """it started again from its main's weights after this generation"""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ExploiterEntry:
+        """From a mapping with at least these fields (others, such as a trainer's extras, are dropped)."""
+        return cls(str(data["role"]), int(data["index"]), float(data["score"]), float(data["edge"]),
+                   str(data["snapshot"]) if data.get("snapshot") else None, bool(data.get("reset", False)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"role": self.role, "index": self.index, "score": self.score, "edge": self.edge,
+                "snapshot": self.snapshot, "reset": self.reset}
+
+
 @dataclass
 class GenerationRecord:
-    """Phase sums and ratings of one generation."""
+    """Phase sums and ratings of one generation, and its exploiters' entries."""
 
     generation: int
     episodes: int = 0
     sums: dict[str, float] = field(default_factory=dict)
     ratings: dict[str, list[float]] = field(default_factory=dict)
     """env role -> ``[mu, sigma]`` of the generation's snapshot in that role"""
+    exploiters: list[ExploiterEntry] = field(default_factory=list)
+    """the generation's exploiters, by role then index (empty: a league without exploiters)"""
 
     @property
     def rates(self) -> dict[str, float]:
@@ -112,6 +143,11 @@ class PhaseTimeline:
         """The TrueSkill rating of the generation's snapshot playing ``role``."""
         self.record(generation).ratings[role] = [float(mu), float(sigma)]
 
+    def set_exploiters(self, generation: int, entries: Iterable[ExploiterEntry | Mapping[str, Any]]) -> None:
+        """The generation's exploiter entries (mappings are read by :meth:`ExploiterEntry.from_json`)."""
+        self.record(generation).exploiters = [
+            e if isinstance(e, ExploiterEntry) else ExploiterEntry.from_json(e) for e in entries]
+
     def _note_first(self, occ: FirstOccurrence) -> None:
         old = self.firsts.get(occ.phase)
         if old is None or occ.generation < old.generation:
@@ -129,7 +165,8 @@ class PhaseTimeline:
     def to_json(self) -> dict[str, Any]:
         return {
             "generations": [
-                {"generation": r.generation, "episodes": r.episodes, "sums": r.sums, "ratings": r.ratings}
+                {"generation": r.generation, "episodes": r.episodes, "sums": r.sums, "ratings": r.ratings,
+                 "exploiters": [e.to_json() for e in r.exploiters]}
                 for r in self.rows()
             ],
             "firsts": [vars(f) for f in self.firsts.values()],
@@ -141,7 +178,8 @@ class PhaseTimeline:
         for g in (data or {}).get("generations", []):
             out.generations[int(g["generation"])] = GenerationRecord(
                 int(g["generation"]), int(g["episodes"]), {k: float(v) for k, v in g["sums"].items()},
-                {k: [float(x) for x in v] for k, v in g.get("ratings", {}).items()})
+                {k: [float(x) for x in v] for k, v in g.get("ratings", {}).items()},
+                [ExploiterEntry.from_json(e) for e in g.get("exploiters", [])])  # absent before exploiters
         for f in (data or {}).get("firsts", []):
             out.firsts[f["phase"]] = FirstOccurrence(f["phase"], int(f["generation"]), f["match_id"], float(f["value"]))
         return out

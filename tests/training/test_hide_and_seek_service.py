@@ -7,6 +7,7 @@ served, resume records nothing twice, ``arena league status``), not learning.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -76,7 +77,9 @@ def test_generations_reach_the_database_the_api_and_replays(redis_url: str, tmp_
             rec = recorded[0]
             frames = client.get(f"/api/v1/matches/{rec['match_id']}/frames").json()
             assert frames["phases"] == pytest.approx(rec["phases"])
-            assert client.get(f"/leagues/{league_id}").status_code == 200
+            assert data["exploiters"] == []  # a league without exploiters
+            page = client.get(f"/leagues/{league_id}")
+            assert page.status_code == 200 and 'id="exploiters"' not in page.text
 
     # Resumed: nothing recorded twice, the same league row.
     with open_services(settings) as services:
@@ -90,6 +93,40 @@ def test_generations_reach_the_database_the_api_and_replays(redis_url: str, tmp_
     status = run_cli("league", "status", "--name", "wired", data_dir=tmp_path)
     assert status.returncode == 0, status.stdout + status.stderr
     assert "strategy phases" in status.stdout and "ramp" in status.stdout and "hider mu±sigma" in status.stdout
+
+
+def test_exploiter_events_reach_the_database_the_api_and_the_page(redis_url: str, tmp_path: Path) -> None:
+    """One exploiter per role and ``exploiter_margin=-1`` (every generation a win): generation 1's
+    row has both exploiters frozen, with the summary's scores and edges, apart from the mains."""
+    torch.set_num_threads(1)
+    cfg = replace(tiny("exploited"), exploiter_margin=-1.0)
+    cfg.ppo = replace(cfg.ppo, exploiters=1, exploiter_share=0.25)
+    with open_services(Settings(data_dir=tmp_path, redis_url=redis_url)) as services:
+        run = HideAndSeekLeagueRun(services, cfg, record_matches=1)
+        run.run(5.0, max_generations=2)
+        events = run.league.generations[1].exploiters
+        assert [(e["role"], e["index"], e["snapshot"], e["reset"]) for e in events] == [
+            ("hider", 0, "x0", False), ("seeker", 0, "x0", False)]
+        with services.sessions() as session:
+            rows = repo.league_generations(session, run.league_id)
+        assert [r.generation for r in rows] == [0, 1]
+        assert rows[0].exploiters == []  # generation 0 trained nobody
+        fields = ("role", "index", "score", "edge", "snapshot", "reset")
+        assert rows[1].exploiters == [{k: e[k] for k in fields} for e in events]
+        assert all(0.0 <= e["score"] <= 1.0 and -1.0 <= e["edge"] <= 1.0 for e in rows[1].exploiters)
+
+        with TestClient(create_app(services)) as client:
+            data = client.get(f"/api/v1/leagues/{run.league_id}/timeline").json()
+            assert data["exploiters"] == [{"generation": 1, **{k: e[k] for k in fields}} for e in events]
+            assert all("exploiters" not in row for row in data["rows"])  # the mains' rows stay the mains'
+            html = client.get(f"/leagues/{run.league_id}").text
+        section = html[html.index('id="exploiters"'):]
+        assert html.index('id="phase-table"') < html.index('id="exploiters"')  # its own table, after the mains'
+        assert re.findall(r'data-exploiter="([\w-]+)"', section) == ["hider-0", "seeker-0"]
+        assert section.count('<th scope="row" class="n">') == 1  # generation 1 only
+        assert section.count("frozen as x0") == 2 and "tag reset" not in section
+        for e in events:
+            assert f'{e["score"]:.2f}</span> <span class="muted">({e["edge"]:+.2f})' in section
 
 
 def test_recorded_phases_are_the_replayed_ones(redis_url: str, tmp_path: Path) -> None:

@@ -10,6 +10,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from arena.storage.db import repositories as repo
+from arena.training.phases import timeline_rows
+from league.evaluation.phases import PhaseTimeline
 from tests.web.seed import HS, HideAndSeekArena, seed_hide_and_seek
 
 
@@ -90,3 +93,44 @@ def test_hide_and_seek_match_page_embeds_the_grid_frames(client: TestClient, see
     assert 'id="scrub" min="0" max="60"' in html and 'id="hs-phase"' in html
     script = client.get("/static/hide_and_seek.js")
     assert script.status_code == 200 and "ArenaGrid" in script.text
+
+
+def test_exploiters_have_their_own_table_apart_from_the_mains(client: TestClient, seeded: HideAndSeekArena) -> None:
+    """A league with exploiters: per generation each one's score and edge, frozen (as which
+    snapshot) and reset marked; a league without them (``hs-demo``) has no such section."""
+    timeline = PhaseTimeline()
+    for gen in (0, 1, 2):
+        timeline.set_rating(gen, "hider", 25.0 + gen, 8.0)
+    timeline.set_exploiters(1, [{"role": "seeker", "index": 0, "score": 0.25, "edge": -0.5, "snapshot": None,
+                                 "reset": True},
+                                {"role": "hider", "index": 0, "score": 0.75, "edge": 0.25, "snapshot": "x0",
+                                 "reset": False}])
+    timeline.set_exploiters(2, [{"role": "hider", "index": 1, "score": 0.5, "edge": 0.0625, "snapshot": None,
+                                 "reset": False}])
+    with seeded.sessions.begin() as session:
+        league_id = repo.create_league(session, "hs-exploited", HS, {})
+        repo.replace_generations(session, league_id, timeline_rows(timeline))
+
+    html = client.get(f"/leagues/{league_id}").text
+    assert html.index('id="phase-table"') < html.index('id="exploiters"')
+    mains = html[html.index('id="phase-table"'):html.index('id="exploiters"')]
+    assert mains.count('<th scope="row" class="n">') == 3 and "frozen" not in mains  # the mains' rows alone
+    section = html[html.index('id="exploiters"'):]
+    # a column per exploiter, hiders first; a row per generation with exploiters
+    assert re.findall(r'data-exploiter="([\w-]+)"', section) == ["hider-0", "hider-1", "seeker-0"]
+    rows = re.findall(r'<th scope="row" class="n">(\d+)</th>(.*?)</tr>', section, re.DOTALL)
+    assert [g for g, _ in rows] == ["1", "2"]
+    cells = {g: re.findall(r'<td class="rate-cell">(.*?)</td>', body, re.DOTALL) for g, body in rows}
+    assert "0.75</span>" in cells["1"][0] and "(+0.25)" in cells["1"][0] and "frozen as x0" in cells["1"][0]
+    assert cells["1"][1] == "—"  # hider 1 played no generation 1
+    assert "(-0.50)" in cells["1"][2] and 'class="tag reset"' in cells["1"][2] and "frozen" not in cells["1"][2]
+    assert "(+0.06)" in cells["2"][1] and "tag" not in cells["2"][1] and cells["2"][2] == "—"
+
+    data = client.get(f"/api/v1/leagues/{league_id}/timeline").json()
+    assert [(e["generation"], e["role"], e["index"], e["snapshot"], e["reset"]) for e in data["exploiters"]] == [
+        (1, "seeker", 0, None, True), (1, "hider", 0, "x0", False), (2, "hider", 1, None, False)]
+    assert data["exploiters"][2]["edge"] == 0.0625 and [r["generation"] for r in data["rows"]] == [0, 1, 2]
+
+    plain = client.get(f"/leagues/{seeded.league_id}").text
+    assert 'id="phase-table"' in plain and 'id="exploiters"' not in plain
+    assert client.get(f"/api/v1/leagues/{seeded.league_id}/timeline").json()["exploiters"] == []

@@ -274,6 +274,9 @@ class LeagueGeneration(Base):
     ``ramp_use``, ...) to its rate over the generation's episodes, ``ratings`` each
     env role to the ``[mu, sigma]`` of the generation's snapshot, and ``first_matches``
     each phase that first happened in this generation to the recorded match where it did.
+    ``exploiters`` lists, apart from the mains, each exploiter's entry of the generation
+    (``role``, ``index``, ``score``, ``edge``, ``snapshot``: the key it was frozen as or null,
+    ``reset``); empty for a league without exploiters (migration ``0015_exploiters``).
     Written by the trainer (:mod:`arena.training.phases`) from its saved timeline.
     """
 
@@ -285,6 +288,7 @@ class LeagueGeneration(Base):
     phase_rates: Mapped[dict[str, Any]] = mapped_column(JSON())
     ratings: Mapped[dict[str, Any]] = mapped_column(JSON())
     first_matches: Mapped[dict[str, Any]] = mapped_column(JSON())
+    exploiters: Mapped[list[dict[str, Any]]] = mapped_column(JSON(), default=list, server_default="[]")
     updated_at: Mapped[datetime] = created_at_column()
 
 

@@ -100,7 +100,7 @@ class GenerationSummary:
     """the same rates read from the generation's training episodes (:class:`TrainingRates`)"""
     exploiters: list[dict[str, Any]] = field(default_factory=list)
     """each exploiter's score against the mains in this generation, and whether it was frozen
-    or reset (:class:`arena.training.hide_and_seek.exploiters.ExploiterEvent`)"""
+    or reset (:class:`league.evaluation.phases.ExploiterEntry`)"""
 
 
 def rate(summaries: list[GenerationSummary], matches: Sequence[tuple[int, int, int]]) -> None:

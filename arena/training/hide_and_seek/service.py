@@ -17,7 +17,8 @@ unpublished):
 * builds the league's :class:`~league.evaluation.phases.PhaseTimeline` (the evaluation's phase
   rates over ``eval_episodes`` standard-layout episodes, or a generation's training episodes
   that started as the standard layout, plus the recorded episodes;
-  hider and seeker TrueSkill per generation) and publishes it
+  hider and seeker TrueSkill per generation; with ``--exploiters``, apart from the mains, each
+  exploiter's score, edge, freeze and reset per generation) and publishes it
   (:func:`arena.training.phases.publish_timeline`) for ``/leagues/{id}`` and
   ``/api/v1/leagues/{id}/timeline``.
 
@@ -188,13 +189,19 @@ def load_timeline(data_dir, name: str) -> tuple[str, PhaseTimeline] | None:
 
 def make_timeline(generations: Iterable[Mapping[str, Any]], eval_episodes: int,
                   recorded: Iterable[Mapping[str, Any]]) -> PhaseTimeline:
-    """The timeline of a league's generation summaries (as JSON) and recorded episodes."""
+    """The timeline of a league's generation summaries (as JSON) and recorded episodes.
+
+    A summary's ``exploiters`` (:class:`~league.evaluation.phases.ExploiterEntry`
+    as JSON; absent in a league saved before exploiters) become the generation's exploiter entries.
+    """
     timeline = PhaseTimeline()
     for s in generations:
         if s["phase_rates"]:
             timeline.add_rates(s["generation"], s["phase_rates"], s.get("phase_episodes") or eval_episodes)
         for role in ROLES:
             timeline.set_rating(s["generation"], role, s[f"{role}_mu"], s[f"{role}_sigma"])
+        if s.get("exploiters"):
+            timeline.set_exploiters(s["generation"], s["exploiters"])
     for rec in recorded:
         timeline.add_episode(rec["generation"], rec["phases"], rec["match_id"])
     return timeline

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from league.evaluation.phases import HAPPENED, PhaseTimeline, order_phases
+from league.evaluation.phases import HAPPENED, ExploiterEntry, PhaseTimeline, order_phases
 
 
 def test_rates_are_means_of_the_episode_values():
@@ -51,6 +51,24 @@ def test_ratings_and_phases_survive_json():
     assert back.phases == ["chasing", "ramp_defense", "zeta"]
     assert back.record(2).episodes == 0 and back.record(2).rates == {}
     assert back.record(1).ratings == {"hider": [27.5, 3.25]}
+
+
+def test_exploiters_survive_json_and_an_old_timeline_without_them_loads():
+    t = PhaseTimeline()
+    t.set_rating(3, "hider", 25.0, 8.0)
+    # a trainer's event as JSON: its own extra fields are dropped, an empty snapshot is no snapshot
+    t.set_exploiters(3, [{"role": "hider", "index": 0, "score": 0.75, "edge": 0.25, "snapshot": "x0",
+                          "reset": False, "extra": 1},
+                         {"role": "seeker", "index": 0, "score": 0.5, "edge": -0.125, "snapshot": "",
+                          "reset": True}])
+    assert t.record(3).exploiters == [ExploiterEntry("hider", 0, 0.75, 0.25, "x0", False),
+                                      ExploiterEntry("seeker", 0, 0.5, -0.125, None, True)]
+    saved = json.loads(json.dumps(t.to_json()))
+    assert PhaseTimeline.from_json(saved) == t
+    for g in saved["generations"]:  # a timeline saved before exploiters
+        del g["exploiters"]
+    old = PhaseTimeline.from_json(saved)
+    assert old.record(3).exploiters == [] and old.record(3).ratings == {"hider": [25.0, 8.0]}
 
 
 def test_values_outside_unit_interval_are_refused():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
@@ -32,7 +34,7 @@ def test_upgrade_from_empty_to_head_creates_every_table(db_url):
 
     upgrade(db_url)
 
-    assert current_revision(db_url) == head_revision() == "0014_divisions"
+    assert current_revision(db_url) == head_revision() == "0015_exploiters"
     assert _tables(db_url) == TABLES | {"alembic_version"}
 
 
@@ -102,3 +104,27 @@ def test_roles_revision_gives_existing_neural_agents_their_snapshots_role(db_url
     finally:
         engine.dispose()
     assert roles == {"mlp-ab": "seeker", "random": None}
+
+
+def test_exploiters_revision_gives_existing_timeline_rows_no_exploiters(db_url):
+    from sqlalchemy import text
+
+    upgrade(db_url, "0014_divisions")
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO envs (id, spec) VALUES ('hide_and_seek-v1', '{}')"))
+            connection.execute(text(
+                "INSERT INTO leagues (name, env_id, config) VALUES ('l', 'hide_and_seek-v1', '{}')"))
+            connection.execute(text(
+                "INSERT INTO league_generations (league_id, generation, episodes, phase_rates, ratings, first_matches) "
+                "SELECT id, 3, 16, '{\"fort\": 0.5}', '{}', '{}' FROM leagues"))
+        upgrade(db_url)
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT generation, exploiters FROM league_generations")).all()
+        downgrade(db_url, "0014_divisions")
+        columns = {c["name"] for c in inspect(engine).get_columns("league_generations")}
+    finally:
+        engine.dispose()
+    assert [(g, json.loads(x) if isinstance(x, str) else x) for g, x in rows] == [(3, [])]
+    assert "exploiters" not in columns and "first_matches" in columns

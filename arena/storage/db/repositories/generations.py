@@ -1,9 +1,9 @@
-"""A training league's strategy timeline: phase rates and ratings per generation."""
+"""A training league's strategy timeline: phase rates and ratings per generation, and its exploiters'."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -24,10 +24,14 @@ class GenerationRow:
     phase_rates: dict[str, float]
     ratings: dict[str, list[float]]
     first_matches: dict[str, str]
+    exploiters: list[dict[str, Any]] = field(default_factory=list)
+    """apart from the mains: per exploiter ``role``, ``index``, ``score``, ``edge``, ``snapshot``
+    (the key it was frozen as, or ``None``) and ``reset``"""
 
 
 def replace_generations(session: Session, league_id: int, rows: Sequence[Mapping[str, Any]]) -> int:
-    """Writes the league's whole timeline (rows: the fields of :class:`GenerationRow`).
+    """Writes the league's whole timeline (rows: the fields of :class:`GenerationRow`; no
+    ``exploiters``: none).
 
     The timeline is derived from the trainer's state, so it is rewritten as a whole:
     generations no longer in ``rows`` are deleted, the others upserted.
@@ -44,11 +48,13 @@ def replace_generations(session: Session, league_id: int, rows: Sequence[Mapping
     now = utcnow()
     values = [{"league_id": league_id, "generation": int(r["generation"]), "episodes": int(r["episodes"]),
                "phase_rates": dict(r["phase_rates"]), "ratings": dict(r["ratings"]),
-               "first_matches": dict(r["first_matches"]), "updated_at": now} for r in rows]
+               "first_matches": dict(r["first_matches"]),
+               "exploiters": [dict(e) for e in r.get("exploiters", ())], "updated_at": now} for r in rows]
     stmt = dialect_insert(session, table)
     stmt = stmt.on_conflict_do_update(
         index_elements=["league_id", "generation"],
-        set_={c: stmt.excluded[c] for c in ("episodes", "phase_rates", "ratings", "first_matches", "updated_at")})
+        set_={c: stmt.excluded[c]
+              for c in ("episodes", "phase_rates", "ratings", "first_matches", "exploiters", "updated_at")})
     session.execute(stmt, values)
     return len(values)
 
@@ -58,7 +64,8 @@ def league_generations(session: Session, league_id: int) -> list[GenerationRow]:
     rows = session.execute(
         select(LeagueGeneration).where(LeagueGeneration.league_id == league_id)
         .order_by(LeagueGeneration.generation)).scalars()
-    return [GenerationRow(r.generation, r.episodes, dict(r.phase_rates), dict(r.ratings), dict(r.first_matches))
+    return [GenerationRow(r.generation, r.episodes, dict(r.phase_rates), dict(r.ratings), dict(r.first_matches),
+                          [dict(e) for e in r.exploiters or ()])
             for r in rows]
 
 
