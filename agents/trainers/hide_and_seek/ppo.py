@@ -463,20 +463,11 @@ class HideAndSeekPPO:
     @torch.no_grad()
     def _rollout(self) -> tuple[dict[str, Rollout], np.ndarray, float]:
         """Play one whole episode in every env; returns samples, hider returns, door rate."""
-        obs, mask = self.envs.reset()
-        plan = self._opponent_plan()
-        buf, returns = self._play(obs, mask, plan, self.matmul_dtype or torch.float32)
-        self.last_plan, self.last_returns = plan, returns.cpu().numpy().astype(np.float64)
-        blocked = self.envs.door_blocked()
-        self.last_episodes = TrainingEpisodes(host_phases(self.core), self.last_returns, blocked,
-                                              *stages(self.core, self.envs.seeds), plan, self.exploiter_rows)
-        return buf, self.last_returns, float(blocked.mean())
-
-    def _play(self, obs: torch.Tensor, mask: torch.Tensor, plan: dict[str, tuple[slice, Opponent] | None],
-              obs_dtype: torch.dtype) -> tuple[dict[str, Rollout], torch.Tensor]:
-        """The rollout's episodes from their first observations: each team's samples, hider returns."""
         core, n, dev = self.core, self.cfg.num_envs, self.device
         steps, prep = core.max_steps, core.prep_steps
+        obs, mask = self.envs.reset()
+        plan = self._opponent_plan()
+        obs_dtype = self.matmul_dtype or torch.float32  # what the first layers read
         first = {"hider": 0, "seeker": prep}  # seekers decide nothing during preparation
         buf = {}  # each team's samples, (steps, n_envs, 2, ...): whole episodes, nothing to bootstrap
         for role in ROLES:  # every entry is written below (empty: no zeroing of ~40 MB per update)
@@ -533,7 +524,11 @@ class HideAndSeekPPO:
                 for x, rows in zip(self.exploiters[role], self.exploiter_rows[role], strict=True):
                     seen = b.obs[:, rows]
                     b.val[:, rows] = x.critic(seen.reshape(-1, seen.shape[-1]), self.matmul_dtype).view(seen.shape[:3])
-        return buf, returns
+        self.last_plan, self.last_returns = plan, returns.cpu().numpy().astype(np.float64)
+        blocked = self.envs.door_blocked()
+        self.last_episodes = TrainingEpisodes(host_phases(self.core), self.last_returns, blocked,
+                                              *stages(self.core, self.envs.seeds), plan, self.exploiter_rows)
+        return buf, self.last_returns, float(blocked.mean())
 
     def critic_inputs(self, obs: torch.Tensor) -> torch.Tensor:
         """What the critics see, ``(n, agents, obs_dim + critic_dim)``: each agent's observation,
