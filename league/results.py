@@ -1,8 +1,21 @@
-"""One game's result counted into a win/draw/loss record, from the winning team's index."""
+"""Win/draw/loss records: :class:`Record` (games and their results), and one game's result
+counted into any such record from the winning team's index."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
+
+
+@dataclass(kw_only=True)
+class Record:
+    """Games played and how they went; a base of the dataclasses that keep one (keyword-only, so
+    a subclass's own fields stay positional)."""
+
+    games: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
 
 
 class WinDrawLoss(Protocol):

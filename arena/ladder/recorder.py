@@ -58,8 +58,8 @@ def load_book(session: Session, env: RatingEnv, agent_ids: dict[str, int], board
     stored = (repo.load_ratings(session, list(agent_ids.values())) if board is None
               else competitions_repo.load_board_ratings(session, board, list(agent_ids.values())))
     return RatingBook(env, {
-        (keys[aid], role): Standing(Rating(r.mu, r.sigma), r.games, r.wins, r.draws, r.losses,
-                                    r.last_match_seq)
+        (keys[aid], role): Standing(Rating(r.mu, r.sigma), r.last_match_seq, games=r.games, wins=r.wins,
+                                    draws=r.draws, losses=r.losses)
         for (aid, role), r in stored.items()
     })
 

@@ -25,19 +25,16 @@ from arena.storage.db import repositories as repo
 from arena.storage.db.repositories.humans import HumanMatch, human_matches
 from league.ratings.closed_form import rate_1v1_fast
 from league.ratings.rating import Rating, RatingEnv
+from league.results import Record
 
 
 @dataclass
-class PersonLine:
+class PersonLine(Record):
     """One person's line while the board is built."""
 
     user_id: int
     agent_id: int
     rating: Rating
-    games: int = 0
-    wins: int = 0
-    draws: int = 0
-    losses: int = 0
     last_match_at: datetime | None = None
 
 

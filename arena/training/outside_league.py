@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena.core.errors import Conflict, InvalidParameter
+from league.results import Record
 from league.scheduling.matchmaking import WinRateTable
 from league.scheduling.outside_draws import Candidate, Draw, PastPlayer, opponent_draws
 from league.scheduling.roles import ROLES, SELF, RoleConfig, check_role
@@ -50,15 +51,11 @@ def league_row_name(name: str, env_id: str) -> str:
 
 
 @dataclass
-class Learner:
+class Learner(Record):
     """One learner of the league: its role, and what it has played."""
 
     role: str
     table: WinRateTable
-    games: int = 0
-    wins: int = 0
-    draws: int = 0
-    losses: int = 0
     generation: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -67,8 +64,9 @@ class Learner:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Learner:
-        return cls(data["role"], WinRateTable.from_json(data["table"]), int(data["games"]), int(data["wins"]),
-                   int(data["draws"]), int(data["losses"]), int(data["generation"]))
+        return cls(data["role"], WinRateTable.from_json(data["table"]), int(data["generation"]),
+                   games=int(data["games"]), wins=int(data["wins"]), draws=int(data["draws"]),
+                   losses=int(data["losses"]))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from league.ratings.closed_form import rate_1v1_arrays, rate_1v1_fast
 from league.ratings.rating import Rating, RatingEnv, rate_teams
-from league.results import count_result
+from league.results import Record, count_result
 
 RatingKey = tuple[str, str]  # (agent key, role)
 DEFAULT_TARGET_SIGMA = 1.5  # an agent is "placed" once its sigma is at most this
@@ -72,14 +72,10 @@ def rate_match(
 
 
 @dataclass
-class Standing:
+class Standing(Record):
     """An agent's rating in one role plus its rated W/D/L."""
 
     rating: Rating
-    games: int = 0
-    wins: int = 0
-    draws: int = 0
-    losses: int = 0
     last_match: int | None = None
 
 
