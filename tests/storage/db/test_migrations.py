@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import Engine, inspect, text
 
 from arena.storage.db import Base, current_revision, downgrade, head_revision, make_engine, upgrade
 from tests.races import race
@@ -83,48 +85,49 @@ def test_concurrent_upgrades_migrate_once(db_url):
     assert _tables(db_url) == TABLES | {"alembic_version"}
 
 
-def test_roles_revision_gives_existing_neural_agents_their_snapshots_role(db_url):
-    from sqlalchemy import text
-
-    upgrade(db_url, "0003")
+@contextmanager
+def _engine_at(db_url: str, revision: str, *inserts: str) -> Iterator[Engine]:
+    """An engine on ``db_url`` migrated to ``revision`` and holding the rows of ``inserts`` (SQL), disposed
+    on exit: the rows a later revision must carry over."""
+    upgrade(db_url, revision)
     engine = make_engine(db_url)
     try:
         with engine.begin() as connection:
-            connection.execute(text("INSERT INTO envs (id, spec) VALUES ('hide_and_seek-v0', '{}')"))
-            connection.execute(text(
-                "INSERT INTO snapshots (sha256, env_id, spec, size_bytes) VALUES "
-                "('ab', 'hide_and_seek-v0', '{\"role\": \"seeker\", \"arch\": \"mlp\"}', 1)"))
-            connection.execute(text(
-                "INSERT INTO agents (key, env_id, name, kind, snapshot_sha256) VALUES "
-                "('mlp-ab', 'hide_and_seek-v0', 'n', 'neural', 'ab'), "
-                "('random', 'hide_and_seek-v0', 'random', 'builtin', NULL)"))
+            for insert in inserts:
+                connection.execute(text(insert))
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def test_roles_revision_gives_existing_neural_agents_their_snapshots_role(db_url):
+    with _engine_at(
+        db_url, "0003",
+        "INSERT INTO envs (id, spec) VALUES ('hide_and_seek-v0', '{}')",
+        "INSERT INTO snapshots (sha256, env_id, spec, size_bytes) VALUES "
+        "('ab', 'hide_and_seek-v0', '{\"role\": \"seeker\", \"arch\": \"mlp\"}', 1)",
+        "INSERT INTO agents (key, env_id, name, kind, snapshot_sha256) VALUES "
+        "('mlp-ab', 'hide_and_seek-v0', 'n', 'neural', 'ab'), "
+        "('random', 'hide_and_seek-v0', 'random', 'builtin', NULL)",
+    ) as engine:
         upgrade(db_url)
         with engine.connect() as connection:
             roles = dict(connection.execute(text("SELECT key, role FROM agents")).all())
-    finally:
-        engine.dispose()
     assert roles == {"mlp-ab": "seeker", "random": None}
 
 
 def test_exploiters_revision_gives_existing_timeline_rows_no_exploiters(db_url):
-    from sqlalchemy import text
-
-    upgrade(db_url, "0014_divisions")
-    engine = make_engine(db_url)
-    try:
-        with engine.begin() as connection:
-            connection.execute(text("INSERT INTO envs (id, spec) VALUES ('hide_and_seek-v1', '{}')"))
-            connection.execute(text(
-                "INSERT INTO leagues (name, env_id, config) VALUES ('l', 'hide_and_seek-v1', '{}')"))
-            connection.execute(text(
-                "INSERT INTO league_generations (league_id, generation, episodes, phase_rates, ratings, first_matches) "
-                "SELECT id, 3, 16, '{\"fort\": 0.5}', '{}', '{}' FROM leagues"))
+    with _engine_at(
+        db_url, "0014_divisions",
+        "INSERT INTO envs (id, spec) VALUES ('hide_and_seek-v1', '{}')",
+        "INSERT INTO leagues (name, env_id, config) VALUES ('l', 'hide_and_seek-v1', '{}')",
+        "INSERT INTO league_generations (league_id, generation, episodes, phase_rates, ratings, first_matches) "
+        "SELECT id, 3, 16, '{\"fort\": 0.5}', '{}', '{}' FROM leagues",
+    ) as engine:
         upgrade(db_url)
         with engine.connect() as connection:
             rows = connection.execute(text("SELECT generation, exploiters FROM league_generations")).all()
         downgrade(db_url, "0014_divisions")
         columns = {c["name"] for c in inspect(engine).get_columns("league_generations")}
-    finally:
-        engine.dispose()
     assert [(g, json.loads(x) if isinstance(x, str) else x) for g, x in rows] == [(3, [])]
     assert "exploiters" not in columns and "first_matches" in columns
