@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from arena.engine.records import MatchRecord, Termination
 from envs.spec import EnvSpec
+from league.results import count_result
 
 
 @dataclass
@@ -40,13 +41,7 @@ class Standings:
             self.terminations[rec.termination] += 1
             team_agents = [rec.seats[team[0]] for team in spec.teams]
             for t, agent in enumerate(team_agents):
-                tally = self.tallies[agent]
-                if rec.winner is None:
-                    tally.draws += 1
-                elif rec.winner == t:
-                    tally.wins += 1
-                else:
-                    tally.losses += 1
+                count_result(self.tallies[agent], rec.winner, t)
             if rec.forfeit_seat is not None and Termination(rec.termination).is_forfeit:
                 self.tallies[rec.seats[rec.forfeit_seat]].forfeits[rec.termination] += 1
 
