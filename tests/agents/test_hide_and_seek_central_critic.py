@@ -52,9 +52,11 @@ def test_the_torch_core_feeds_the_central_critic_the_same_state() -> None:
     stats = dev.update()
     assert all(np.isfinite(x) for loss in stats.losses.values() for x in loss)
     obs, _ = host.envs.reset()
-    rows = host.critic_inputs(obs)
-    assert rows.shape == (8, 4, host.obs_dim + host.critic_dim)
-    assert torch.equal(rows[:, :, host.obs_dim + host.critic_dim - 4:], torch.eye(4).expand(8, 4, 4))
+    state = host.envs.critic_state()
+    rows = host.critic_rows(obs, state, slice(2, 4), torch.full((8, 2, host.obs_dim + host.critic_dim), torch.nan))
+    assert torch.equal(rows[..., :host.obs_dim], obs[:, 2:4])
+    assert torch.equal(rows[..., host.obs_dim:-4], state[:, None].expand(8, 2, -1))
+    assert torch.equal(rows[..., -4:], torch.eye(4)[2:4].expand(8, 2, 4))
 
 
 def test_a_central_critic_resumes_exactly() -> None:

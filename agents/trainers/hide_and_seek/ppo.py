@@ -484,12 +484,14 @@ class HideAndSeekPPO:
         self.shaping.start(dev)
         for t in range(steps):
             actions = torch.zeros((n, 4), dtype=torch.long, device=dev)
-            seen = self.critic_inputs(obs)  # what the critics see
+            state = self.envs.critic_state() if self.critic_dim else None
             for team, role in enumerate(ROLES):
                 cols = slice(2 * team, 2 * team + 2)
-                o, m = obs[:, cols], mask[:, cols]
                 if t < first[role]:
                     continue  # frozen seekers: noop
+                b, i = buf[role], t - first[role]
+                o = self.critic_rows(obs, state, cols, b.obs[i])[..., :self.obs_dim]  # stored, the actors read it there
+                m = b.mask[i] = mask[:, cols]
                 model = self.models[role]
                 act, logp = masked_sample(model.actor(o.reshape(-1, self.obs_dim), self.matmul_dtype),
                                           m.reshape(-1, NUM_ACTIONS), self.gen)
@@ -504,8 +506,7 @@ class HideAndSeekPPO:
                     sub, sub_logp = masked_sample(x.actor(o[rows].reshape(-1, self.obs_dim), self.matmul_dtype),
                                                   m[rows].reshape(-1, NUM_ACTIONS), self.gen)
                     act[rows], logp[rows] = sub.view(-1, 2), sub_logp.view(-1, 2)
-                b, i = buf[role], t - first[role]
-                b.obs[i], b.mask[i], b.act[i], b.logp[i] = seen[:, cols], m, act, logp
+                b.act[i], b.logp[i] = act, logp
                 if not self.cfg.batched_values:
                     b.val[i] = model.critic(b.obs[i].reshape(n * 2, -1), self.matmul_dtype).view(n, 2)
                 actions[:, cols] = act
@@ -530,15 +531,18 @@ class HideAndSeekPPO:
                                               *stages(self.core, self.envs.seeds), plan, self.exploiter_rows)
         return buf, self.last_returns, float(blocked.mean())
 
-    def critic_inputs(self, obs: torch.Tensor) -> torch.Tensor:
-        """What the critics see, ``(n, agents, obs_dim + critic_dim)``: each agent's observation,
-        then (``central``) the episode's full state and the agent's one-hot index."""
-        if not self.critic_dim:
-            return obs
-        n, agents = obs.shape[:2]
-        state = self.envs.critic_state()[:, None].expand(n, agents, -1)
-        index = torch.eye(agents, device=obs.device).expand(n, agents, agents)
-        return torch.cat([obs, state, index], -1)
+    def critic_rows(self, obs: torch.Tensor, state: torch.Tensor | None, agents: slice,
+                    out: torch.Tensor) -> torch.Tensor:
+        """Write what the critics of ``agents`` see into ``out`` (``(n, len(agents), obs_dim +
+        critic_dim)``, in its dtype) and return it: each agent's observation from ``obs`` (``(n,
+        all agents, obs_dim)``), then (``central``) the episode's full ``state`` (``(n, d)``,
+        :meth:`HostEpisodes.critic_state`) and the agent's one-hot index among all agents."""
+        out[..., :self.obs_dim] = obs[:, agents]
+        if self.critic_dim:
+            total = obs.shape[1]
+            out[..., self.obs_dim:-total] = state[:, None]
+            out[..., -total:] = torch.eye(total, dtype=out.dtype, device=out.device)[agents]
+        return out
 
     @property
     def transitions_per_update(self) -> int:
