@@ -122,6 +122,22 @@ def steps_from(free: np.ndarray, start) -> np.ndarray:
     return dist
 
 
+def vault_spots(walls: np.ndarray, room: np.ndarray, doors: np.ndarray) -> np.ndarray:
+    """``(size, size)`` bool: the floor cells outside the room from which an agent on a ramp
+    vaults into the room with one move (into a wall, or into a door's box, landing on a room
+    cell). A ramp locked by the hiders on such a cell still lets the seekers in: it counts for
+    the ``ramp_defense`` detector, but only moving it defends."""
+    size = walls.shape[0]
+    blocks = walls.copy()
+    blocks[doors[:, 0], doors[:, 1]] = True  # a fort's box stands there
+    blocks, inside = np.pad(blocks, 2), np.pad(room, 2)
+    spots = np.zeros_like(walls)
+    for dy, dx in MOVES:  # the cell one move on blocks, the one beyond it is the room's
+        spots |= blocks[2 + dy : 2 + dy + size, 2 + dx : 2 + dx + size] \
+            & inside[2 + 2 * dy : 2 + 2 * dy + size, 2 + 2 * dx : 2 + 2 * dx + size]
+    return spots & ~walls & ~room
+
+
 def place_ramp_stage(
     walls: np.ndarray, room: np.ndarray, doors: np.ndarray, cells: np.ndarray,
     k: int, n_seekers: int, reach: float, seed: int,
@@ -131,21 +147,25 @@ def place_ramp_stage(
 
     The first ramp moves to an outside cell ``2 .. 2 + reach * (D - 2)`` (rounded) steps
     from the first door, ``D`` the farthest outside cell's, drawn from ``seed`` (a stream
-    of its own; never a door or a seeker's cell); the first hider moves onto its shortest
+    of its own; never a door, a seeker's cell or one of :func:`vault_spots`, where a ramp
+    locked in place would not keep the seekers out; when the range holds none, it reaches
+    out to the nearest distance that does); the first hider moves onto its shortest
     way there (walls only count), ``start = 0 .. ramp = L``, at index
     ``round((1 - reach) * (L - 1))`` (or the nearest free cell back towards its start).
-    Reach 0: the ramp two cells outside the door, the hider between them, next to it;
+    Reach 0: the ramp two cells straight out from the door (where it is free), the hider
+    between them, next to it;
     reach 1: the ramp on any outside cell, the hider where it was drawn.
     """
     reach = min(1.0, max(0.0, float(reach)))
     outside = ~walls & ~room
     from_door = steps_from(outside, doors[0])
     most = int(from_door.max())
-    spots = outside & (from_door >= 2) & (from_door <= 2 + round(reach * (most - 2)))
-    spots[doors[:, 0], doors[:, 1]] = False
-    spots[cells[k : k + n_seekers, 0], cells[k : k + n_seekers, 1]] = False
-    if not spots.any():
+    free = outside & (from_door >= 2) & ~vault_spots(walls, room, doors)
+    free[doors[:, 0], doors[:, 1]] = False
+    free[cells[k : k + n_seekers, 0], cells[k : k + n_seekers, 1]] = False
+    if not free.any():
         return
+    spots = free & (from_door <= max(2 + round(reach * (most - 2)), int(from_door[free].min())))
     rng = np.random.default_rng([int(seed), 5])
     ramp = np.unravel_index(rng.choice(np.flatnonzero(spots)), walls.shape)
     cells[k + n_seekers] = ramp
