@@ -46,11 +46,13 @@ class PageCache:
 
     Each entry is valid until its optional deadline; entries that never change (a
     page rendered from one board, an older page of the match log) have none and stay
-    until pushed out by ``max_bytes`` of newer ones.
+    until pushed out by ``max_bytes`` of newer ones. ``clock``: monotonic seconds (a
+    test moves its own).
     """
 
-    def __init__(self, max_bytes: int = 32 * 1024 * 1024) -> None:
+    def __init__(self, max_bytes: int = 32 * 1024 * 1024, clock: Callable[[], float] = time.monotonic) -> None:
         self.max_bytes = max_bytes
+        self.clock = clock
         self._pages: OrderedDict[Hashable, tuple[float, bytes]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()  # misses are filled from worker threads
@@ -60,7 +62,7 @@ class PageCache:
             hit = self._pages.get(key)
             if hit is None:
                 return None
-            if time.monotonic() >= hit[0]:
+            if self.clock() >= hit[0]:
                 self._drop(key)
                 return None
             self._pages.move_to_end(key)
@@ -73,7 +75,7 @@ class PageCache:
         with self._lock:
             if key in self._pages:
                 self._drop(key)
-            self._pages[key] = (time.monotonic() + fresh_s, body)
+            self._pages[key] = (self.clock() + fresh_s, body)
             self._bytes += len(body)
             while self._bytes > self.max_bytes:
                 self._drop(next(iter(self._pages)))

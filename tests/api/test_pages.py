@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from arena.api.schemas import LeaderboardPublic, MatchesPublic
 from arena.api.state import PageCache
 from tests.api.helpers import API, ENV, seed_ladder
@@ -46,13 +44,16 @@ def test_older_match_pages_stay_cached_and_newer_ones_follow_the_log(client, ser
 
 
 def test_page_cache_expires_entries_and_keeps_to_its_byte_budget():
-    pages = PageCache(max_bytes=10)
-    pages.put("a", b"1234", fresh_s=0.05)
+    now = [100.0]
+    pages = PageCache(max_bytes=10, clock=lambda: now[0])
+    pages.put("a", b"1234", fresh_s=5.0)
     pages.put("b", b"5678")
     pages.put("never", b"x", fresh_s=0)
     assert (pages.get("a"), pages.get("b"), pages.get("never")) == (b"1234", b"5678", None)
-    time.sleep(0.06)
-    assert pages.get("a") is None and pages.get("b") == b"5678"
+    now[0] += 4.0
+    assert pages.get("a") == b"1234"  # fresh until its deadline ...
+    now[0] += 1.0
+    assert pages.get("a") is None and pages.get("b") == b"5678"  # ... gone at it; "b" has none
     pages.put("c", b"abcdefgh")  # 8 + 4 bytes > 10: the least recently used goes
     assert pages.get("b") is None and pages.get("c") == b"abcdefgh"
     pages.put("huge", b"x" * 11)
