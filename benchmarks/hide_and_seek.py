@@ -255,11 +255,12 @@ def scripted(layouts: int, seed: int) -> dict:
     reports = res.pop("reports")
     print(f"hide_and_seek-v1 standard layouts: {layouts} (seeds {seeds[0]}..{seeds[-1]}), {res['max_steps']} steps, "
           f"{res['prep_steps']} of preparation; planned teams played in the core")
-    print("level        fort  ramp_defense   both  bound_both")
+    print("level        fort  ramp_defense   both  bound_both  both_on_vault_spot")
     for level in LEVELS:
         pre = "" if level == "detectors" else "sealed_"
         print(f"{level:10s} {res[pre + 'fort_rate']:6.3f} {res[pre + 'ramp_defense_rate']:13.3f} "
-              f"{res[pre + 'both_rate']:6.3f} {res[pre + 'bound_both_rate']:11.3f}")
+              f"{res[pre + 'both_rate']:6.3f} {res[pre + 'bound_both_rate']:11.3f} "
+              f"{res[pre + 'both_on_vault_spot_rate']:19.3f}")
     dist = res["ramp_from_door"]
     hist = {}
     for r in reports:

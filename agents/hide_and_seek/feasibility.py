@@ -27,6 +27,7 @@ from agents.hide_and_seek import model as rules
 from agents.hide_and_seek.planner import TeamPlanner
 from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
+from envs.hide_and_seek.layouts_v1 import vault_spots
 
 LEVELS = ("detectors", "sealed")
 TASKS = {"fort": (True, False), "ramp_defense": (False, True), "both": (True, True)}
@@ -52,7 +53,9 @@ def play_plans(core: HideAndSeekV1Core, plans: Sequence[tuple[list[int], ...] | 
     Returns:
         Per episode, from the core at the end of preparation: ``fort``,
         ``ramp_defense`` (its phase detectors), ``locked`` (every door's box locked by
-        the hiders) and ``inside`` (every hider in the room); bool arrays.
+        the hiders), ``inside`` (every hider in the room) and ``vault_spot`` (a ramp stands
+        on a :func:`~envs.hide_and_seek.layouts_v1.vault_spots` cell: locked there, it
+        still lets the seekers in); bool arrays.
     """
     if len(plans) != core.n_envs:
         raise ValueError(f"{len(plans)} plans for {core.n_envs} episodes")
@@ -66,9 +69,12 @@ def play_plans(core: HideAndSeekV1Core, plans: Sequence[tuple[list[int], ...] | 
     phases = core.phases()
     hiders = core.agent_pos[:, : core.n_hiders]
     rows = np.arange(core.n_envs)[:, None]
+    ramps = core.box_pos[:, core.is_ramp]
+    spots = np.stack([vault_spots(core.walls[r], core.room[r], core.doors[r]) for r in range(core.n_envs)])
     return {"fort": phases["fort"] > 0.5, "ramp_defense": phases["ramp_defense"] > 0.5,
             "locked": core.door_block_status(locked=True),
-            "inside": core.room[rows, hiders[..., 0], hiders[..., 1]].all(1)}
+            "inside": core.room[rows, hiders[..., 0], hiders[..., 1]].all(1),
+            "vault_spot": spots[rows, ramps[..., 0], ramps[..., 1]].any(1)}
 
 
 def done(outcome: dict[str, np.ndarray], task: str, level: str) -> np.ndarray:
@@ -125,6 +131,8 @@ def feasibility(seeds: Sequence[int], prep_steps: int | None = None, max_states:
     Returns:
         ``layouts``, ``prep_steps``, ``max_steps``, per level ``<task>_rate`` for each of
         :data:`TASKS` (``sealed_`` prefixed for the sealed level) and
+        ``<task>_on_vault_spot_rate`` (done, but the ramp stands on a vault spot: locked
+        where a seeker still vaults into the room; ``ramp_defense`` and ``both``),
         ``bound_both_rate`` (one hider can build the fort alone and the other defend
         the ramp alone, in time: the team's rate is at most this), ``mismatches``
         (plans the planning model expected to succeed that the core did not confirm;
@@ -145,11 +153,14 @@ def feasibility(seeds: Sequence[int], prep_steps: int | None = None, max_states:
         for task in TASKS:
             plans = [r.plans[level, task] for r in reports]
             core.reset(np.asarray(seeds))
-            ok = done(play_plans(core, plans), task, level)
+            outcome = play_plans(core, plans)
+            ok = done(outcome, task, level)
             mismatches += int(sum(p is not None and not o for p, o in zip(plans, ok)))
             for r, o in zip(reports, ok):
                 r.done[level, task] = bool(o)
             out[f"{prefix}{task}_rate"] = round(float(ok.mean()), 4)
+            if task != "fort":  # done, with the ramp locked where the seekers still climb in
+                out[f"{prefix}{task}_on_vault_spot_rate"] = round(float((ok & outcome["vault_spot"]).mean()), 4)
         out[f"{prefix}bound_both_rate"] = round(float(np.mean([r.bound_both[level] for r in reports])), 4)
     out["mismatches"], out["capped"] = mismatches, capped
     out["ramp_from_door"] = summary([r.ramp_from_door for r in reports])

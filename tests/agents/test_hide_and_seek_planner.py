@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from agents.hide_and_seek import model as rules
-from agents.hide_and_seek.feasibility import feasibility, play_plans
+from agents.hide_and_seek.feasibility import feasibility, make_core, play_plans
 from agents.hide_and_seek.planner import TeamPlanner
 from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
-from envs.hide_and_seek.layouts_v1 import parse_layout
+from envs.hide_and_seek.layouts_v1 import parse_layout, vault_spots
 
 # The ramp two steps from the door: one hider blocks the door, the other locks the ramp.
 NEAR = """
@@ -132,12 +132,26 @@ def test_a_far_ramp_is_out_of_reach_in_preparation_but_not_in_a_longer_one() -> 
     assert out["fort"][0] and out["ramp_defense"][0]
 
 
+def test_played_episodes_say_whether_the_ramp_stands_on_a_vault_spot() -> None:
+    core = make_core(1)
+    on, off = [], []
+    for seed in range(60):  # standard draws: about one in seven starts the ramp on a vault spot
+        lay = core.draw_layout(seed)
+        (on if vault_spots(lay.walls, lay.room, lay.doors)[tuple(lay.ramps[0])] else off).append(seed)
+    core = make_core(2)
+    core.reset(np.array([on[0], off[0]]))
+    out = play_plans(core, [None, None])  # the hiders stand still: the ramp stays where it started
+    assert out["vault_spot"].tolist() == [True, False]
+
+
 def test_rates_come_from_the_played_episodes() -> None:
     seeds = [10, 14, 37]  # quick to plan; 37's ramp hider cannot be back inside in time
     report = feasibility(seeds)
     assert report["layouts"] == 3 and report["prep_steps"] == 20 and report["mismatches"] == 0
     assert report["fort_rate"] == report["ramp_defense_rate"] == report["both_rate"] == 1.0
     assert report["sealed_both_rate"] == pytest.approx(2 / 3, abs=1e-3)
+    for prefix in ("", "sealed_"):
+        assert 0.0 <= report[f"{prefix}both_on_vault_spot_rate"] <= report[f"{prefix}both_rate"]
     short = feasibility(seeds, prep_steps=3)
     assert short["prep_steps"] == 3 and short["both_rate"] == 0.0 and short["sealed_both_rate"] == 0.0
 
