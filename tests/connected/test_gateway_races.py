@@ -70,7 +70,9 @@ def test_a_pump_cancelled_while_redis_moves_a_request_gives_it_back(redis_url, e
         lease = Lease(client, keys, AGENT, uuid.uuid4().hex, text=False)
         await lease.claim()
         pump = asyncio.create_task(lease.take(30))
+        deadline = time.monotonic() + 10
         while not any(c["cmd"] == "blmove" for c in sync.client_list()):  # it is blocked in BLMOVE
+            assert time.monotonic() < deadline, "the pump never blocked in BLMOVE"
             await asyncio.sleep(0.01)
         # From here until the cancel, nothing yields to the event loop: the pump cannot read
         # Redis's reply, exactly as a cancel that lands between the move and the read.
@@ -257,7 +259,9 @@ def test_the_presence_goes_with_the_socket_even_when_a_cancellation_is_lost(redi
         socket = _FakeSocket()
         connection = Connection(socket, _LosesCancels(client), keys, AGENT, "msgpack")  # type: ignore[arg-type]
         run = asyncio.create_task(connection.run({"type": "welcome"}))
+        deadline = time.monotonic() + 10
         while broker.presence(AGENT) is None or not any(c["cmd"] == "blpop" for c in sync.client_list()):
+            assert time.monotonic() < deadline, "the connection never came online and blocked in BLPOP"
             await asyncio.sleep(0.01)
         left = time.monotonic()
         await socket.close()
