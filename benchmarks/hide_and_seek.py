@@ -258,9 +258,10 @@ def scripted(layouts: int, seed: int) -> dict:
     print("level        fort  ramp_defense   both  bound_both  both_on_vault_spot")
     for level in LEVELS:
         pre = "" if level == "detectors" else "sealed_"
+        spot = res.get(pre + "both_on_vault_spot_rate")
         print(f"{level:10s} {res[pre + 'fort_rate']:6.3f} {res[pre + 'ramp_defense_rate']:13.3f} "
               f"{res[pre + 'both_rate']:6.3f} {res[pre + 'bound_both_rate']:11.3f} "
-              f"{res[pre + 'both_on_vault_spot_rate']:19.3f}")
+              f"{'-' if spot is None else f'{spot:.3f}':>19s}")
     dist = res["ramp_from_door"]
     hist = {}
     for r in reports:

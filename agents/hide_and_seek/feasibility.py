@@ -12,8 +12,10 @@ task counts as done in a layout only when the core says so at the end of prepara
 * ``both``: both, in one episode, one hider building while the other defends.
 
 Each at two levels: ``detectors`` (exactly the above) and ``sealed`` (also the door
-boxes locked by the hiders, ``door_block_status(locked=True)``, and both hiders inside
-the room when preparation ends: what the game's reward needs).
+boxes locked by the hiders, ``door_block_status(locked=True)``, both hiders inside the
+room and the ramp off the vault spots when preparation ends: what the game's reward
+needs; a ramp locked on a vault spot counts for the detector, but a seeker climbs it and
+vaults into the room).
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def done(outcome: dict[str, np.ndarray], task: str, level: str) -> np.ndarray:
     if task in ("fort", "both"):
         ok &= outcome["fort"] & (outcome["locked"] if level == "sealed" else True)
     if task in ("ramp_defense", "both"):
-        ok &= outcome["ramp_defense"]
+        ok &= outcome["ramp_defense"] & (~outcome["vault_spot"] if level == "sealed" else True)
     return ok & (outcome["inside"] if level == "sealed" else True)
 
 
@@ -131,8 +133,9 @@ def feasibility(seeds: Sequence[int], prep_steps: int | None = None, max_states:
     Returns:
         ``layouts``, ``prep_steps``, ``max_steps``, per level ``<task>_rate`` for each of
         :data:`TASKS` (``sealed_`` prefixed for the sealed level) and
-        ``<task>_on_vault_spot_rate`` (done, but the ramp stands on a vault spot: locked
-        where a seeker still vaults into the room; ``ramp_defense`` and ``both``),
+        ``<task>_on_vault_spot_rate`` (done at the detectors' level, but the ramp stands on
+        a vault spot: locked where a seeker still vaults into the room; ``ramp_defense``
+        and ``both``; the sealed level does not count those),
         ``bound_both_rate`` (one hider can build the fort alone and the other defend
         the ramp alone, in time: the team's rate is at most this), ``mismatches``
         (plans the planning model expected to succeed that the core did not confirm;
@@ -159,8 +162,8 @@ def feasibility(seeds: Sequence[int], prep_steps: int | None = None, max_states:
             for r, o in zip(reports, ok):
                 r.done[level, task] = bool(o)
             out[f"{prefix}{task}_rate"] = round(float(ok.mean()), 4)
-            if task != "fort":  # done, with the ramp locked where the seekers still climb in
-                out[f"{prefix}{task}_on_vault_spot_rate"] = round(float((ok & outcome["vault_spot"]).mean()), 4)
+            if task != "fort" and level == "detectors":  # done, the ramp locked where seekers still climb in
+                out[f"{task}_on_vault_spot_rate"] = round(float((ok & outcome["vault_spot"]).mean()), 4)
         out[f"{prefix}bound_both_rate"] = round(float(np.mean([r.bound_both[level] for r in reports])), 4)
     out["mismatches"], out["capped"] = mismatches, capped
     out["ramp_from_door"] = summary([r.ramp_from_door for r in reports])

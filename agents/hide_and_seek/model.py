@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from envs.hide_and_seek.layouts_v1 import LayoutV1
+from envs.hide_and_seek.layouts_v1 import LayoutV1, vault_spots
 from envs.hide_and_seek.rules import ACTIONS, GRAB, HIDERS, LOCK, NOOP, UNLOCKED
 
 __all__ = ["ACTIONS", "GRAB", "LOCK", "NOOP", "Board", "World", "from_layout"]
@@ -48,6 +48,8 @@ class Board:
     """the room's distinct door cells"""
     n_agents: int
     """hiders and seekers: the core's turn order rotates over all of them"""
+    vault_spots: frozenset[int] = frozenset()
+    """outside cells from which a ramp vaults into the room (:func:`envs.hide_and_seek.layouts_v1.vault_spots`)"""
 
     moves: tuple[int, int, int, int] = ()
     """flat steps of the move actions 1-4: north, east, south, west"""
@@ -68,7 +70,8 @@ def from_layout(layout: LayoutV1) -> tuple[Board, World]:
         size=size, walls=tuple(bool(w) for w in layout.walls.ravel()),
         is_ramp=(False,) * len(boxes) + (True,) * len(ramps), seekers=frozenset(flat(layout.seekers)),
         room=frozenset(int(c) for c in np.flatnonzero(layout.room)), doors=tuple(sorted(set(flat(layout.doors)))),
-        n_agents=len(layout.hiders) + len(layout.seekers))
+        n_agents=len(layout.hiders) + len(layout.seekers),
+        vault_spots=frozenset(int(c) for c in np.flatnonzero(vault_spots(layout.walls, layout.room, layout.doors))))
     locks = tuple(int(v) for v in np.concatenate([layout.box_locks, layout.ramp_locks]))
     hiders = flat(layout.hiders)
     return board, World(hiders, boxes + ramps, locks, (-1,) * len(hiders))
@@ -215,6 +218,15 @@ def ramps_defended(board: Board, world: World) -> bool:
     """Every ramp is locked by the hiders or inside the room (core ``ramps_defended``)."""
     ramps = [i for i, r in enumerate(board.is_ramp) if r]
     return bool(ramps) and all(world.locks[i] == HIDERS or world.objects[i] in board.room for i in ramps)
+
+
+def ramps_denied(board: Board, world: World) -> bool:
+    """Every ramp is inside the room, or locked by the hiders off the vault spots: no seeker can
+    climb in by one (:func:`ramps_defended` also counts a lock on a vault spot)."""
+    ramps = [i for i, r in enumerate(board.is_ramp) if r]
+    return bool(ramps) and all(world.objects[i] in board.room
+                               or (world.locks[i] == HIDERS and world.objects[i] not in board.vault_spots)
+                               for i in ramps)
 
 
 def inside(board: Board, world: World, agents: tuple[int, ...] | None = None) -> bool:
