@@ -23,6 +23,7 @@ from arena.api.docs import docs_router
 from arena.api.errors import install_error_handlers
 from arena.api.routes import api_router
 from arena.api.state import ApiState
+from arena.connected.gateway import Releases
 from arena.core.metrics import metrics_app
 from arena.core.settings import get_settings
 from arena.storage.wiring import Services, open_services
@@ -87,6 +88,9 @@ def create_app(services: Services | None = None, *, start_background: bool = Fal
             gc.freeze()
             stack.callback(gc.unfreeze)
             yield
+            # uvicorn cancels the sockets' handlers still running when its graceful shutdown
+            # times out, then ends the loop: let their releases reach Redis first.
+            await app.state.connected_releases.wait()
 
     app = FastAPI(
         title="Arena",
@@ -98,6 +102,7 @@ def create_app(services: Services | None = None, *, start_background: bool = Fal
         redoc_url=None,
     )
     app.state.api = None if services is None else ApiState(services)
+    app.state.connected_releases = Releases()  # connected agents' sockets: waited for at shutdown
     # The web pages find the database through app.state.services.
     app.state.services = services
     install_error_handlers(app)

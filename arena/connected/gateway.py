@@ -32,6 +32,12 @@ in the same turn): the cancelled task then sat in its ``BLPOP`` for its whole ti
 and the presence outlived the socket by as long. And every task stops at its next turn
 once the connection is closing, so a cancellation lost anyway costs at most one blocking
 wait (:data:`BLOCK_S`).
+
+A clean stop of the process releases every connection too (:class:`Releases`): uvicorn
+cancels the handlers of the sockets still open when its graceful shutdown times out (a
+client that stopped reading keeps its socket's buffer full, and the reader's answer to its
+``ping`` waits for room there), then ends the event loop, and ``asyncio.run`` cancels every
+task left, a shielded release among them. The app's shutdown waits for the releases first.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +85,54 @@ send in one second before it is closed (a flood). Answers are not counted: the s
 paces them (a fast agent in a big batch answers far more than 500 a second)."""
 
 
+RELEASE_WAIT_S = 5.0
+"""How long a stopping app waits for its connections' releases (each takes one or two
+round trips to Redis once its tasks stopped, at most :data:`BLOCK_S` after)."""
+
+
+class Releases:
+    """The connections of one app (API process) still open or giving back what they held, so
+    that the app's shutdown waits for them (:meth:`wait`) before the event loop ends.
+
+    A socket's handler runs inside :meth:`handler`, and every release (the presence and the
+    processing list, the slots) through :meth:`settle`: it runs to its end even when its
+    handler is cancelled meanwhile, as uvicorn cancels those still running when its graceful
+    shutdown times out.
+    """
+
+    def __init__(self) -> None:
+        self._running: set[asyncio.Future] = set()
+
+    def _track(self, running: asyncio.Future) -> None:
+        self._running.add(running)
+        running.add_done_callback(self._running.discard)
+
+    @contextmanager
+    def handler(self) -> Iterator[None]:
+        """Around a socket's handler: the app's shutdown waits until it has returned."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._track(task)
+        yield
+
+    async def settle(self, release: Awaitable[Any]) -> None:
+        """Run ``release`` to its end, even if the caller is cancelled meanwhile."""
+        running = asyncio.ensure_future(release)
+        self._track(running)
+        await asyncio.shield(running)
+
+    async def wait(self, timeout_s: float = RELEASE_WAIT_S) -> None:
+        """Until every handler has returned and every release has run (at most ``timeout_s``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while running := self._running - {asyncio.current_task()}:
+            left = deadline - loop.time()
+            if left <= 0:
+                log.warning("stopping with %d connected-agent sockets not released", len(running))
+                return
+            await asyncio.wait(running, timeout=left)
+
+
 def redis_client(url: str) -> aredis.Redis:
     """The asyncio Redis client of a process's gateway (one pool for all its connections).
 
@@ -109,6 +165,7 @@ class Connection:
         limits: Where the slots are counted.
         idle_s: A client that sends nothing (not even a ``ping``) for this long is disconnected
             (``ARENA_CONNECTED_IDLE_S``).
+        releases: The app's :class:`Releases`, which its shutdown waits for.
     """
 
     websocket: WebSocket
@@ -120,6 +177,7 @@ class Connection:
     slots: list[Slot] = field(default_factory=list)
     limits: ConnectionSlots | None = None
     idle_s: float = 60.0
+    releases: Releases = field(default_factory=Releases)
     conn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     sent: dict[str, _Sent] = field(default_factory=dict)
     errors: int = 0
@@ -162,7 +220,7 @@ class Connection:
             self.closing = True
             for task in tasks:
                 task.cancel()
-            await asyncio.shield(self._close(tasks))
+            await self.releases.settle(self._close(tasks))
 
     async def _close(self, tasks: list[asyncio.Task]) -> None:
         """Wait until no task can touch the lease any more, then release it."""

@@ -22,7 +22,7 @@ from starlette.websockets import WebSocketDisconnect
 from arena.api.deps import Principal, StateDep, WriterDep, client_address, principal_for_token
 from arena.api.errors import error_responses
 from arena.api.schemas import MAX_ID, AgentPublic, ConnectedAgentCreate
-from arena.connected.gateway import Connection, redis_client
+from arena.connected.gateway import Connection, Releases, redis_client
 from arena.connected.protocol import (
     CLOSE_FORBIDDEN,
     CLOSE_NOT_FOUND,
@@ -103,21 +103,23 @@ async def register_connected(body: ConnectedAgentCreate, user: WriterDep, state:
 async def connect(websocket: WebSocket, agent_id: Annotated[int, Path(ge=1, le=MAX_ID)]) -> None:
     """The connected agent's socket (protocol version 1; see docs/connected.md)."""
     services: Services = websocket.app.state.api.services
+    releases: Releases = websocket.app.state.connected_releases
     client = _redis(websocket, services)
     slots = _slots(websocket, client, services)
     address = client_address(websocket)  # type: ignore[arg-type]
     await websocket.accept()
     limit = services.settings.connected_sockets_per_address
-    slot = await slots.take("address", _subject(address), limit)
-    if slot is None:
-        await websocket.close(CLOSE_TOO_MANY, "too many sockets from this address")
-        return
-    try:
-        await _serve(websocket, services, slots, slot, agent_id)
-    except WebSocketDisconnect:
-        pass
-    finally:
-        await asyncio.shield(slots.give(slot))
+    with releases.handler():  # the app's shutdown waits until everything below is given back
+        slot = await slots.take("address", _subject(address), limit)
+        if slot is None:
+            await websocket.close(CLOSE_TOO_MANY, "too many sockets from this address")
+            return
+        try:
+            await _serve(websocket, services, releases, slots, slot, agent_id)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            await releases.settle(slots.give(slot))
 
 
 def _subject(text: str) -> str:
@@ -135,8 +137,8 @@ async def _refuse(websocket: WebSocket, code: int, detail: str, encoding: str = 
         pass
 
 
-async def _serve(websocket: WebSocket, services: Services, slots: ConnectionSlots, address_slot: Slot,
-                 agent_id: int) -> None:
+async def _serve(websocket: WebSocket, services: Services, releases: Releases, slots: ConnectionSlots,
+                 address_slot: Slot, agent_id: int) -> None:
     try:
         message = await asyncio.wait_for(websocket.receive(), HELLO_TIMEOUT_S)
     except TimeoutError:
@@ -178,13 +180,13 @@ async def _serve(websocket: WebSocket, services: Services, slots: ConnectionSlot
         }
         connection = Connection(websocket, slots.client, services.pool.keys, agent.id, hello.encoding,
                                 text=hello.text, slots=[address_slot, user_slot], limits=slots,
-                                idle_s=services.settings.connected_idle_s)
+                                idle_s=services.settings.connected_idle_s, releases=releases)
         log.info("agent %d connected", agent.id, extra={"agent_id": agent.id, "user": principal.name})
         await connection.run(welcome)
         log.info("agent %d disconnected after %d answers", agent.id, connection.answered,
                  extra={"agent_id": agent.id})
     finally:
-        await asyncio.shield(slots.give(user_slot))
+        await releases.settle(slots.give(user_slot))
 
 
 def _bearer(websocket: WebSocket) -> str | None:
