@@ -73,16 +73,27 @@ class SteppedClock:
     """Simulated seconds for a module that imports ``time``: ``sleep`` moves the clock at once.
 
     ``monkeypatch.setattr(module, "time", clock.module())``; then ``clock.sleeps`` lists every
-    pause the module took and ``clock.now`` is where it stopped.
+    pause the module took and ``clock.elapsed`` is how far they took the clock. Sleeping past
+    ``limit_s`` fails the test (code that never gives up would otherwise spin for good).
     """
 
-    def __init__(self) -> None:
-        self.now = 0.0
+    START = 1000.0
+    """Where the clock starts (not 0: code may take a 0.0 reading for "not yet")."""
+
+    def __init__(self, limit_s: float = 3600.0) -> None:
+        self.now = self.START
+        self.limit_s = limit_s
         self.sleeps: list[float] = []
+
+    @property
+    def elapsed(self) -> float:
+        return self.now - self.START
 
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.now += seconds
+        if self.elapsed > self.limit_s:
+            raise AssertionError(f"still waiting after {self.limit_s:g} simulated seconds ({len(self.sleeps)} sleeps)")
 
     def module(self) -> types.SimpleNamespace:
         return types.SimpleNamespace(monotonic=lambda: self.now, time=lambda: 1_900_000_000.0 + self.now,

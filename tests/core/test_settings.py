@@ -144,19 +144,21 @@ def test_ray_init_kwargs() -> None:
     assert ray_init_kwargs(Settings(ray_address="auto")) == {"address": "auto"}
 
 
-def test_an_unreachable_database_gives_a_clear_error_after_a_bounded_wait(tmp_path):
-    import time
-
-    import pytest
-
-    from arena.core.settings import Settings
+def test_an_unreachable_database_gives_a_clear_error_after_a_bounded_wait(tmp_path, monkeypatch):
+    """Retried with backoff until the next pause would pass ``timeout_s``, then given up: the waits
+    run on a simulated clock, so where it gave up is exact, however busy the machine."""
+    from arena.storage import retry as retry_module
     from arena.storage.wiring import open_database
     from envs.errors import ServiceUnavailable
+    from tests.waiting import SteppedClock
 
+    clock = SteppedClock()
+    monkeypatch.setattr(retry_module, "time", clock.module())
     settings = Settings(data_dir=tmp_path, database_url="postgresql+psycopg://arena:secret@127.0.0.1:1/arena")
-    start = time.monotonic()
     with pytest.raises(ServiceUnavailable) as err:
         open_database(settings, timeout_s=1.0)
-    assert time.monotonic() - start < 10
+    assert clock.sleeps, "it gave up on the first refusal instead of retrying"
+    next_pause = min(2 * clock.sleeps[-1], retry_module.BACKOFF.max_s)
+    assert clock.elapsed <= 1.0 < clock.elapsed + next_pause, clock.sleeps  # gave up at its deadline
     message = str(err.value)
     assert "ARENA_DATABASE_URL" in message and "secret" not in message and "127.0.0.1:1" in message

@@ -8,15 +8,18 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from arena.core.settings import Settings
+from arena.storage import redis_server as redis_server_module
+from arena.storage import retry as retry_module
 from arena.storage.redis_server import EmbeddedRedis, RedisUnavailable, connect_redis
+from arena.storage.retry import BACKOFF
 from arena.storage.wiring import open_services
 from envs.errors import ServiceUnavailable
+from tests.waiting import SteppedClock
 
 pytestmark = pytest.mark.redis
 
@@ -106,18 +109,22 @@ def _zombie(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "Z"
 
 
-def test_connect_redis_gives_up_with_a_clear_error() -> None:
+def test_connect_redis_gives_up_with_a_clear_error(monkeypatch) -> None:
+    """Retried with backoff until the next pause would pass ``timeout_s``, then given up: the waits
+    run on a simulated clock, so where it gave up is exact, however busy the machine."""
+    clock = SteppedClock()
+    monkeypatch.setattr(retry_module, "time", clock.module())
+    monkeypatch.setattr(redis_server_module, "time", clock.module())
     url = f"redis://127.0.0.1:{closed_port()}/0"
-    started = time.monotonic()
     with pytest.raises(RedisUnavailable) as info:
         connect_redis(url, timeout_s=0.6)
-    elapsed = time.monotonic() - started
     message = str(info.value)
     assert url in message and "did not answer PING within 0.6s" in message
     assert "ARENA_REDIS_URL" in message
     attempts = int(message.split(" attempts")[0].rsplit("(", 1)[1])
-    assert attempts >= 2  # it retried instead of failing on the first refusal
-    assert elapsed < 5  # bounded: nowhere near a hang (generous for loaded CI machines)
+    assert attempts >= 2 and attempts == len(clock.sleeps) + 1  # it retried after every pause
+    next_pause = min(2 * clock.sleeps[-1], BACKOFF.max_s)
+    assert clock.elapsed <= 0.6 < clock.elapsed + next_pause, clock.sleeps  # gave up at its deadline, not later
     assert isinstance(info.value, ServiceUnavailable)  # answered as 503 by the API
 
 
