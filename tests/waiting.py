@@ -44,13 +44,17 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 90.0, 
             value = None
         if value:
             return value
-        detail = f"\n{explain()}" if explain is not None else ""
         for proc in procs:
             if proc.poll() is not None:
-                raise AssertionError(f"{proc.args!r} exited ({proc.returncode}) while waiting for {what}{detail}")
+                raise AssertionError(f"{proc.args!r} exited ({proc.returncode}) while waiting for {what}"
+                                     f"{_detail(explain)}")
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}{detail}")
+            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}{_detail(explain)}")
         time.sleep(every_s)
+
+
+def _detail(explain: Callable[[], str] | None) -> str:
+    return f"\n{explain()}" if explain is not None else ""
 
 
 async def wait_for_async(what: str, probe: Callable[[], T | None | Awaitable[T | None]], timeout_s: float = 10.0,

@@ -6,11 +6,14 @@ matches themselves, through the engine, as the ladder would.
 
 from __future__ import annotations
 
+import http.server
 import os
 import signal
 import subprocess
 import textwrap
-import time
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -21,6 +24,7 @@ from arena.cli.connect import load_function
 from arena.client import ArenaClient, ArenaHTTPError
 from tests.client.live import ARENA, REPO_ROOT, popen_taking_ctrl_c, run_cli
 from tests.connected.test_live_protocol import ENV, first_legal, play, wait_online
+from tests.waiting import wait_for
 
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -44,17 +48,45 @@ def start_cli(*args: str, home: Path, server: str, token: str) -> subprocess.Pop
                             text=True)
 
 
-def poll(condition, what: str, timeout: float = 30.0, proc: subprocess.Popen | None = None):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if proc is not None and proc.poll() is not None:
-            out, err = proc.communicate()
-            pytest.fail(f"arena connect ended ({proc.returncode}) before {what}:\n{out}\n{err}")
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+def poll(condition, what: str, proc: subprocess.Popen | None = None):
+    """:func:`wait_for` ``condition``, failing with ``arena connect``'s output if ``proc`` ends first."""
+    def output() -> str:
+        return "\n".join(proc.communicate()) if proc is not None and proc.poll() is not None else ""
+    return wait_for(what, condition, timeout_s=30, every_s=0.05, procs=[proc] if proc else (), explain=output)
+
+
+@contextmanager
+def counting_proxy(upstream: str) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+    """An HTTP front of ``upstream`` that notes every request (method, path) it passes on."""
+    seen: list[tuple[str, str]] = []
+
+    class Forward(http.server.BaseHTTPRequestHandler):
+        def _forward(self) -> None:
+            seen.append((self.command, self.path))
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+            answer = httpx.request(self.command, upstream + self.path, headers=headers, content=body)
+            self.send_response(answer.status_code)
+            for key in ("Content-Type", "WWW-Authenticate"):
+                if key in answer.headers:
+                    self.send_header(key, answer.headers[key])
+            self.send_header("Content-Length", str(len(answer.content)))
+            self.end_headers()
+            self.wfile.write(answer.content)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _forward
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def owned_agents(live, owner: str) -> list[dict]:
@@ -101,12 +133,12 @@ def test_connect_registers_plays_until_max_matches_then_reuses_the_agent_and_sto
 @sqlite_only
 def test_connect_with_a_bad_token_exits_2_with_the_reason(live, tmp_path):
     (tmp_path / "bot.py").write_text(FIRST_LEGAL)
-    started = time.monotonic()
-    bad = run_cli("connect", "bot.py:act", "--env", ENV, "--name", "x", home=tmp_path, server=live.url,
-                  token="stolen-or-typo", timeout=60)
+    with counting_proxy(live.url) as (url, seen):
+        bad = run_cli("connect", "bot.py:act", "--env", ENV, "--name", "x", home=tmp_path, server=url,
+                      token="stolen-or-typo", timeout=60)
     assert bad.returncode == 2, bad.stdout
     assert "invalid or revoked API token" in bad.stderr and "HTTP 401" in bad.stderr
-    assert time.monotonic() - started < 30  # it does not retry a refusal
+    assert seen == [("POST", "/api/v1/agents/connected")]  # asked once: a refusal is not retried
     no_env = run_cli("connect", "bot.py:act", "--name", "x", home=tmp_path, server=live.url, token="t")
     assert no_env.returncode == 2 and "--env is required" in no_env.stderr
 
