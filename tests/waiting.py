@@ -19,8 +19,8 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 90.0, every_s: float = 0.1, *,
-             explain: Callable[[], str] | None = None, procs: Sequence[subprocess.Popen] = (),
+def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 90.0, every_s: float = 0.1,
+             explain: Callable[[], str] | None = None, *, procs: Sequence[subprocess.Popen] = (),
              not_yet: tuple[type[BaseException], ...] = ()) -> T:
     """``probe()``'s first truthy value, polled every ``every_s`` until ``timeout_s``.
 

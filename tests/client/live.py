@@ -10,37 +10,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import uvicorn
 
 from arena.core.settings import Settings
 from arena.storage.wiring import Services, open_services
+from tests.waiting import wait_for  # noqa: F401 - still imported from here by test_graceful_shutdown
 
 ARENA = [sys.executable, "-m", "arena.cli"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-T = TypeVar("T")
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 90.0, every_s: float = 0.1,
-             explain: Callable[[], str] | None = None) -> T:
-    """``probe()``'s first truthy value, polled until ``timeout_s``; fails saying what was awaited (and, with
-    ``explain``, what it tells: the servers' log tails, say)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            detail = f"\n{explain()}" if explain is not None else ""
-            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}{detail}")
-        time.sleep(every_s)
 
 
 def popen_taking_ctrl_c(*args, **kwargs) -> subprocess.Popen:

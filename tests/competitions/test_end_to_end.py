@@ -24,8 +24,9 @@ from arena.ladder.recorder import rebuild_ratings
 from arena.storage.db import repositories as repo
 from envs.registry import get_spec
 from league.competitions.certification import FINAL_RATING_ENV
-from tests.client.live import run_cli, wait_for
+from tests.client.live import run_cli
 from tests.competitions.end_to_end import ADMIN_TOKEN, ENV, entry, live_arena, post_entry, service
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 SEASON_S = 15

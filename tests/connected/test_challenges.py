@@ -5,7 +5,6 @@ a challenge of a connected agent whose program is holding its first move is answ
 from __future__ import annotations
 
 import threading
-import time
 
 import httpx
 import numpy as np
@@ -15,6 +14,7 @@ from arena.ladder.registration import register_builtin_agents
 from arena.runners import InProcessRunner
 from arena.storage.db import repositories as repo
 from tests.connected.test_live_protocol import wait_online
+from tests.waiting import wait_for
 
 ENV = "tictactoe-v3"
 API = "/api/v1"
@@ -27,11 +27,9 @@ def _status(live, challenge_id: str) -> dict:
 
 
 def _wait_for(live, challenge_id: str, statuses: set[str], timeout: float = 30.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while (found := _status(live, challenge_id))["status"] not in statuses:
-        assert time.monotonic() < deadline, f"challenge {challenge_id} is still {found['status']}"
-        time.sleep(0.05)
-    return found
+    return wait_for(f"challenge {challenge_id} to be {' or '.join(sorted(statuses))}",
+                    lambda: (found := _status(live, challenge_id))["status"] in statuses and found,
+                    timeout_s=timeout, every_s=0.05, explain=lambda: f"it is {_status(live, challenge_id)['status']}")
 
 
 def test_a_connected_agents_challenge_is_answered_before_it_is_played_and_played_by_the_service(live, run_client):
@@ -72,7 +70,5 @@ def test_a_connected_agents_challenge_is_answered_before_it_is_played_and_played
     assert [m["id"] for m in done["results"]] == answer["match_ids"]
     assert all(m["termination"] == "normal" and agent["id"] in m["agent_ids"] for m in done["results"])
     assert {tuple(m["agent_ids"]) for m in done["results"]} == {(agent["id"], rand), (rand, agent["id"])}
-    deadline = time.monotonic() + 10
-    while client.progress.matches < 2:  # the program hears both results over its socket
-        assert time.monotonic() < deadline, client.progress
-        time.sleep(0.05)
+    wait_for("the program to hear both results over its socket", lambda: client.progress.matches >= 2,
+             timeout_s=10, every_s=0.05, explain=lambda: str(client.progress))

@@ -4,7 +4,6 @@ own connected lane; the board rebuilt from its matches equals the live one."""
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import httpx
@@ -24,6 +23,7 @@ from envs.registry import get_spec
 from tests.connected.conftest import ADMIN_TOKEN
 from tests.connected.test_ladder_lane import ENV, heuristic_batch
 from tests.connected.test_live_protocol import wait_online
+from tests.waiting import wait_for
 
 API = "/api/v1"
 
@@ -71,15 +71,15 @@ def test_a_connected_entry_plays_the_season_board_while_online(live, run_client)
         assert _board_games(live, board, agent_id) == 0
         run_client(live.url, token, agent_id, heuristic_batch, batched=True)
         wait_online(live, agent_id)
-        deadline = time.monotonic() + 90
-        while _board_games(live, board, agent_id) < 10:
-            assert time.monotonic() < deadline, "the connected entry never played on its competition's board"
-            service.step()
-            time.sleep(0.05)
-        deadline = time.monotonic() + 30
-        while service.lane.busy(board):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+
+        def played() -> bool:
+            if _board_games(live, board, agent_id) >= 10:
+                return True
+            service.step()  # the service plays a round per poll
+            return False
+        wait_for("the connected entry to play 10 games on its competition's board", played, timeout_s=90,
+                 every_s=0.05)
+        wait_for("the lane to finish its batch", lambda: not service.lane.busy(board), timeout_s=30, every_s=0.05)
     finally:
         service.stop()
     assert rebuild_ratings(live.services.sessions, get_spec(ENV), board=board).equal
@@ -107,10 +107,8 @@ def test_an_offline_connected_entry_forfeits_its_final_games_and_the_final_still
     try:
         for _ in range(40):
             rounds.round()
-            deadline = time.monotonic() + 60
-            while lane.busy(board):
-                assert time.monotonic() < deadline, "the lane never finished the connected entry's batch"
-                time.sleep(0.05)
+            wait_for("the lane to finish the connected entry's batch", lambda: not lane.busy(board), timeout_s=60,
+                     every_s=0.05)
             with services.sessions() as session:
                 competition = comp_repo.get_competition(session, cid)
             if competition.state == "finished":

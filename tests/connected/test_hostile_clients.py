@@ -23,6 +23,7 @@ from arena.engine.plan import plan_matches
 from arena.runners import AgentSource
 from envs.registry import get_spec
 from tests.connected.test_live_protocol import wait_online
+from tests.waiting import wait_for
 
 ENV = "connect_four-v3"
 
@@ -243,7 +244,6 @@ def test_silent_clients_are_cut_after_the_idle_limit_and_floods_are_closed(live,
         while True:
             ws.recv(timeout=5)
     assert closed.value.rcvd.code == 4429
-    deadline = time.monotonic() + 5
-    while live.services.connected_policies().broker.presence(agent["id"]) is not None:  # released on close
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for("the presence to be released on close",  # a hang guard: how soon is test_gateway_races's
+             lambda: live.services.connected_policies().broker.presence(agent["id"]) is None, timeout_s=30,
+             every_s=0.05)

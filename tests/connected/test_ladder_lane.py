@@ -14,8 +14,8 @@ from arena.ladder.registration import register_builtin_agents
 from arena.runners import InProcessRunner
 from arena.storage.db import repositories as repo
 from envs.registry import get_spec
-from tests.client.live import wait_for
 from tests.connected.test_live_protocol import wait_online
+from tests.waiting import wait_for
 
 ENV = "connect_four-v3"
 

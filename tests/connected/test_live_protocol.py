@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -14,16 +13,15 @@ from arena.engine import MatchEngine
 from arena.engine.plan import plan_matches
 from arena.runners import AgentSource
 from envs.registry import get_spec
+from tests.waiting import wait_for
 
 ENV = "connect_four-v3"
 
 
 def wait_online(live, agent_id: int, timeout: float = 10.0) -> None:
     broker = live.services.connected_policies().broker
-    deadline = time.monotonic() + timeout
-    while broker.presence(agent_id) is None:
-        assert time.monotonic() < deadline, "the client never came online"
-        time.sleep(0.05)
+    wait_for(f"agent {agent_id}'s client to come online", lambda: broker.presence(agent_id) is not None,
+             timeout_s=timeout, every_s=0.05)
 
 
 def first_legal(obs: np.ndarray, mask: np.ndarray) -> int:

@@ -22,7 +22,8 @@ from arena.ladder.recorder import rebuild_ratings
 from arena.storage.db import make_engine, session_factory
 from arena.storage.redis_server import free_port
 from envs.registry import get_spec
-from tests.client.live import popen_taking_ctrl_c, wait_for
+from tests.client.live import popen_taking_ctrl_c
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 

@@ -45,6 +45,7 @@ from league.ratings.rating import Rating, RatingEnv
 from tests.api.helpers import seed_ladder
 from tests.client.live import REPO_ROOT
 from tests.races import race
+from tests.waiting import wait_for
 
 ENV = "tictactoe-v3"
 API = "/api/v1"
@@ -92,14 +93,10 @@ def hello(live, token: str, agent_id: int) -> dict | int:
 
 
 def wait_for_match(services, match_id: str, timeout: float = 30.0) -> repo.StoredMatch:
-    deadline = time.monotonic() + timeout
-    while True:
+    def stored() -> repo.StoredMatch | None:
         with services.sessions() as session:
-            stored = repo.get_match(session, match_id)
-        if stored is not None:
-            return stored
-        assert time.monotonic() < deadline, f"match {match_id} was never recorded"
-        time.sleep(0.1)
+            return repo.get_match(session, match_id)
+    return wait_for(f"match {match_id} to be recorded", stored, timeout_s=timeout)
 
 
 def test_signed_in_person_plays_with_the_python_client_and_is_rated_on_the_humans_board(live, run_client):
@@ -136,10 +133,9 @@ def test_signed_in_person_plays_with_the_python_client_and_is_rated_on_the_human
 
     assert agent_rating(services, agent_id) == (rating_before, events_before)  # the agent's rating did not move
     open_games = services.pool.keys.busy(OPEN_GAMES_NAME, f"user:{human.owner_id}:{ENV}")
-    deadline = time.monotonic() + 10  # given back by the match's done callback, just after it is recorded
-    while services.redis.get(open_games) is not None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert services.redis.get(open_games) is None  # the open game was given back
+    # Given back by the match's done callback, just after it is recorded.
+    wait_for("the open game to be given back", lambda: services.redis.get(open_games) is None, timeout_s=10,
+             every_s=0.05)
     assert hello(live, ticket["play_token"], human.id) == CLOSE_UNAUTHORIZED  # the token ended with it
 
     board = httpx.get(f"{live.url}{API}/envs/{ENV}/humans").json()
@@ -290,10 +286,9 @@ def test_a_game_not_started_in_time_or_started_too_often_fails_and_gives_its_slo
 def _record_when(services, match_id: str, ready, timeout: float = 60.0) -> dict[str, str]:
     """The game's record once ``ready(record)`` holds (polled: another process changes it)."""
     queue = people_queue(services.redis, services.pool.keys)
-    deadline = time.monotonic() + timeout
-    while not ready(record := queue.fields(match_id)):
-        assert time.monotonic() < deadline, f"game {match_id}'s record stayed {record}"
-        time.sleep(0.05)
+    [record] = wait_for(f"game {match_id}'s record to be ready",  # in a list: an empty record may be the one
+                        lambda: [record] if ready(record := queue.fields(match_id)) else None,
+                        timeout_s=timeout, every_s=0.05, explain=lambda: f"it stayed {queue.fields(match_id)}")
     return record
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 
 import msgpack
 import pytest
@@ -29,6 +28,7 @@ from websockets.sync.client import connect
 from arena.connected.protocol import ProtocolError, decode_frame
 from arena.connected.time_controls import TimeControl
 from tests.connected.test_hostile_clients import play, ws_url
+from tests.waiting import wait_for
 
 PROTOCOL_CLOSES = {1000, 1001, 1009, 4400, 4401, 4403, 4404, 4408, 4409, 4429}
 PING = msgpack.packb({"type": "ping"})
@@ -91,10 +91,9 @@ def test_no_message_breaks_the_server(live, caplog):
                 codes.append(None)  # still open, and still answering
             except ConnectionClosed as closed:
                 codes.append(closed.rcvd.code if closed.rcvd else None)
-        deadline = time.monotonic() + 5  # the presence goes with the socket
-        while live.services.connected_policies().broker.presence(agent["id"]) is not None:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_for("the presence to go with the socket",  # a hang guard: how soon is test_gateway_races's
+                 lambda: live.services.connected_policies().broker.presence(agent["id"]) is None, timeout_s=30,
+                 every_s=0.02)
 
     # while the fuzz runs, the engine keeps asking the agent for moves
     results: list = []

@@ -27,8 +27,9 @@ from arena.competitions.rules import board_key, final_board_key
 from arena.ladder.recorder import rebuild_ratings
 from envs.registry import get_spec
 from league.competitions.certification import FINAL_RATING_ENV
-from tests.client.live import run_cli, wait_for
+from tests.client.live import run_cli
 from tests.competitions.end_to_end import ADMIN_TOKEN, ENV, entry, live_arena, post_entry, service
+from tests.waiting import wait_for
 from tests.web.test_browser import TIMEOUT_MS, sync_api  # noqa: F401 - skips without chromium/playwright
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
