@@ -12,8 +12,9 @@ instead of sleeping and guessing.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
+
+from tests.waiting import wait_for
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -69,7 +70,5 @@ def dead(pid: int) -> bool:
 
 def wait_until_dead(pids: list[int], timeout_s: float = 30.0) -> None:
     """Return once every process of ``pids`` has ended; fail the test after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not all(dead(pid) for pid in pids):
-        assert time.monotonic() < deadline, f"processes {pids} still alive {timeout_s}s after they were killed"
-        time.sleep(0.01)
+    wait_for(f"processes {pids} to end after they were killed", lambda: all(dead(pid) for pid in pids),
+             timeout_s=timeout_s, every_s=0.01)

@@ -25,6 +25,7 @@ from arena.storage.db import repositories as repo
 from envs.registry import get_spec
 from tests.api.conftest import ADMIN_TOKEN
 from tests.api.helpers import API, ENV, auth, challenge, new_user, play_challenges, seed_ladder
+from tests.waiting import wait_for
 
 
 def _ratings(client: TestClient, agent_ids: list[int]) -> dict[int, list[dict]]:
@@ -41,13 +42,10 @@ def _stored(services, match_ids: list[str]) -> list[repo.StoredMatch]:
 
 
 def _wait_until_ended(client: TestClient, challenge_id: str, timeout: float = 60.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = client.get(f"{API}/challenges/{challenge_id}").json()
-        if found["status"] in ("done", "failed"):
-            return found
-        assert time.monotonic() < deadline, f"challenge {challenge_id} is still {found['status']}"
-        time.sleep(0.1)
+    def status() -> dict:
+        return client.get(f"{API}/challenges/{challenge_id}").json()
+    return wait_for(f"challenge {challenge_id} to end", lambda: (found := status())["status"] in ("done", "failed")
+                    and found, timeout_s=timeout, explain=lambda: f"it is {status()['status']}")
 
 
 def _service(services) -> BackgroundService:

@@ -8,7 +8,6 @@ A tournament of a private competition is a 404 to a non-member, in the list too.
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 from arena.competitions.tournament_games import tournament_queue
@@ -18,6 +17,7 @@ from arena.runners import InProcessRunner
 from arena.storage.db.base import utcnow
 from tests.api.conftest import ADMIN_TOKEN
 from tests.api.helpers import API, ENV, auth, new_user
+from tests.waiting import wait_for
 
 FIELD = ["heuristic", "heuristic:epsilon=0.5", "random", "heuristic:epsilon=0.9"]
 
@@ -28,13 +28,10 @@ def _field(services) -> list[int]:
 
 
 def _finished(client, tournament_id: int, timeout: float = 120.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        body = client.get(f"{API}/tournaments/{tournament_id}").json()
-        if body["state"] != "running":
-            return body
-        assert time.monotonic() < deadline, body
-        time.sleep(0.1)
+    def tournament() -> dict:
+        return client.get(f"{API}/tournaments/{tournament_id}").json()
+    return wait_for(f"tournament {tournament_id} to end", lambda: (body := tournament())["state"] != "running" and body,
+                    timeout_s=timeout, explain=lambda: str(tournament()))
 
 
 def test_a_round_robin_created_through_the_api_is_played_and_read_back(client, services):

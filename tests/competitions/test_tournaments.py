@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from arena.storage.db import repositories as repo
 from arena.storage.db.repositories import tournaments as tour_repo
 from arena.storage.wiring import open_services
 from tests.client.live import REPO_ROOT
+from tests.waiting import wait_for
 
 ENV = "connect_four-v3"
 ADMIN = service.Caller(None, "admin", True)
@@ -54,14 +54,11 @@ def _swiss(services, entrants: list[int]) -> int:
 
 
 def _wait_ended(services, tournament_id: int, timeout: float = 180.0) -> tour_repo.TournamentInfo:
-    deadline = time.monotonic() + timeout
-    while True:
+    def ended() -> tour_repo.TournamentInfo | None:
         with services.sessions() as session:
             info = tour_repo.get_tournament(session, tournament_id)
-        if info.state != "running":
-            return info
-        assert time.monotonic() < deadline, f"tournament {tournament_id} still running"
-        time.sleep(0.1)
+        return info if info.state != "running" else None
+    return wait_for(f"tournament {tournament_id} to end", ended, timeout_s=timeout)
 
 
 def _games(services, tournament_id: int) -> list[repo.StoredMatch]:
@@ -123,8 +120,7 @@ def test_a_service_killed_mid_tournament_is_resumed_by_the_next_nothing_lost_or_
     owner = subprocess.Popen([sys.executable, "-m", "tests.competitions.tournament_owner", migrated_db_url,
                               redis_url, str(tmp_path / "owner"), str(good)], cwd=REPO_ROOT)
     try:
-        deadline = time.monotonic() + 120
-        while True:  # it played `good` games and holds two more (both its threads)
+        def hung() -> list[dict[str, str]] | None:
             records = [queue.fields(i.decode()) for i in services.redis.smembers(queue.open_set)]
             held = [r for r in records if r.get("status") == "playing"]
             recorded = _games(services, tid)
@@ -132,9 +128,10 @@ def test_a_service_killed_mid_tournament_is_resumed_by_the_next_nothing_lost_or_
             # among the recorded ones, so two held games outside them are the two it hangs on.
             if len(recorded) == good and len(held) == 2 and not any(
                     json.loads(r["request"])["match_id"] in {g.id for g in recorded} for r in held):
-                break
-            assert owner.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
+                return held
+            return None
+        held = wait_for(f"the owner to play {good} games and hold two more (both its threads)", hung, timeout_s=120,
+                        every_s=0.05, procs=[owner])
     finally:
         owner.kill()
         owner.wait(30)
