@@ -24,6 +24,7 @@ from arena.storage.db import make_engine, models, session_factory
 from arena.storage.db import repositories as repo
 from arena.storage.redis_server import free_port
 from envs.registry import get_spec
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
@@ -58,11 +59,8 @@ class Serve:
 
 
 def _wait(predicate, what: str, server: Serve, timeout: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert server.proc.poll() is None, f"arena serve exited while waiting for {what}:\n{server.output()}"
-        assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{server.output()}"
-        time.sleep(0.02)
+    """:func:`wait_for`, failing with the server's log if ``arena serve`` exits first."""
+    wait_for(what, predicate, timeout_s=timeout, every_s=0.02, procs=[server.proc], explain=server.output)
 
 
 def test_serve_survives_sigterm_and_sigkill_with_nothing_lost_or_doubled(tmp_path):

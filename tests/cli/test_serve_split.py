@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
@@ -19,6 +18,7 @@ import pytest
 
 from arena.storage.redis_server import free_port
 from tests.client.live import ARENA, REPO_ROOT
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
@@ -32,18 +32,8 @@ def _env(tmp_path: Path, redis_url: str) -> dict[str, str]:
 
 
 def _wait(predicate, what: str, procs: list[subprocess.Popen], timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        for proc in procs:
-            assert proc.poll() is None, f"a process exited while waiting for {what}"
-        try:
-            value = predicate()
-        except httpx.HTTPError:
-            value = None
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
+    """:func:`wait_for` over HTTP (not listening yet is not yet), failing if a process of ``procs`` exits."""
+    return wait_for(what, predicate, timeout_s=timeout, every_s=0.2, procs=procs, not_yet=(httpx.HTTPError,))
 
 
 def test_an_api_process_alone_queues_and_a_service_process_alone_plays(tmp_path, redis_url):

@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from sqlalchemy import func, select
 from arena.storage.db import make_engine, models
 from arena.storage.redis_server import free_port
 from tests.api.helpers import checkpoint
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
@@ -71,17 +71,11 @@ class Serve:
 
     def wait_for_ladder(self, client: httpx.Client, timeout: float = 120.0) -> None:
         """Until the demo ladder has recorded rated matches of ``ENV``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            assert self.proc.poll() is None, f"arena serve exited:\n{self.output()}"
-            assert time.monotonic() < deadline, f"the ladder never wrote:\n{self.output()}"
-            try:
-                page = client.get(f"{API}/matches", params={"env": ENV, "limit": 1})
-                if page.status_code == 200 and page.json()["data"]:
-                    return
-            except httpx.TransportError:
-                pass  # not listening yet
-            time.sleep(0.2)
+        def written() -> bool:
+            page = client.get(f"{API}/matches", params={"env": ENV, "limit": 1})
+            return page.status_code == 200 and bool(page.json()["data"])
+        wait_for("the demo ladder to record a match", written, timeout_s=timeout, every_s=0.2, procs=[self.proc],
+                 explain=self.output, not_yet=(httpx.TransportError,))  # a TransportError: not listening yet
 
     def stop(self) -> int:
         self.proc.send_signal(signal.SIGTERM)
