@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -11,6 +10,7 @@ from fastapi.testclient import TestClient
 from arena.api import create_app
 from arena.core.settings import get_settings
 from tests.api.helpers import API, auth, checkpoint, new_user, upload
+from tests.waiting import wait_for
 
 
 @pytest.fixture
@@ -37,12 +37,11 @@ def test_background_service_validates_a_submission(arena_env):
     with TestClient(create_app(start_background=True)) as client:
         token = new_user(client, "ada")
         agent = upload(client, token, *checkpoint(seed=3)[:2]).json()
-        deadline = time.monotonic() + 120
-        status = agent["status"]
-        while status in ("queued", "validating") and time.monotonic() < deadline:
-            time.sleep(0.2)
-            status = client.get(f"{API}/agents/{agent['id']}", headers=auth(token)).json()["status"]
-        assert status in ("placement", "rated"), status
+        def status() -> str:
+            return client.get(f"{API}/agents/{agent['id']}", headers=auth(token)).json()["status"]
+        settled = wait_for("the upload's validation", lambda: (s := status()) not in ("queued", "validating") and s,
+                           timeout_s=120, every_s=0.2)
+        assert settled in ("placement", "rated"), settled
 
 
 def test_metrics_endpoint_counts_recorded_matches(migrated_db_url, redis_url, tmp_path):

@@ -3,8 +3,6 @@ rankings and cycles, results by seat, the admin integrity report."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from arena.evaluation.probe_backends import ProcessProbeBackend
@@ -12,6 +10,7 @@ from arena.evaluation.probes import ProbeService
 from arena.storage.db import repositories as repo
 from tests.api.conftest import ADMIN_TOKEN
 from tests.api.helpers import API, ENV, auth, checkpoint, new_user, seed_ladder, upload
+from tests.waiting import wait_for
 
 KEYS = ["heuristic", "heuristic:epsilon=0.3", "heuristic:epsilon=0.7", "random"]
 BUDGET = 8192  # one PPO update of the probe's learner
@@ -53,12 +52,14 @@ def test_a_finished_probe_shows_on_the_leaderboard_with_its_budget(client, servi
     url = f"{API}/agents/{ids['random']}/probes"
     probe = client.post(url, json={"budget_env_steps": 0}, headers=auth(ADMIN_TOKEN)).json()
     service = ProbeService(services, ProcessProbeBackend())
-    deadline = time.monotonic() + 120
+    def ended() -> bool:
+        if client.get(url).json()["data"][0]["status"] in ("done", "failed"):
+            return True
+        service.step()  # the service takes a step per poll
+        return False
     try:
-        while client.get(url).json()["data"][0]["status"] not in ("done", "failed"):
-            assert time.monotonic() < deadline
-            service.step()
-            time.sleep(0.2)
+        wait_for("the probe to end", ended, timeout_s=120, every_s=0.2,
+                 explain=lambda: f"it is {client.get(url).json()['data'][0]['status']}")
     finally:
         service.stop()
     done = client.get(url).json()["data"][0]

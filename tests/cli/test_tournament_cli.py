@@ -5,7 +5,6 @@ and the crosstable; ``list`` finds it under its competition."""
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from arena.storage.db.base import utcnow
 from arena.storage.db.repositories import competitions as comp_repo
 from tests.api.helpers import RAISED_LIMITS
 from tests.client.live import run_cli, serving
+from tests.waiting import wait_for
 
 ENV = "tictactoe-v3"
 ADMIN_TOKEN = "tournament-admin-token"
@@ -74,10 +74,8 @@ def test_a_competitions_top_three_play_a_round_robin_from_the_command_line(tmp_p
             assert seeded == [ids["heuristic:epsilon=0.6"], ids["heuristic"], ids["heuristic:epsilon=0.3"]]
             worker = TournamentGames(services, poll_s=0.05, sweep_s=0.2).start()
             try:
-                deadline = time.monotonic() + 120
-                while (t := client.tournament(tid))["state"] == "running":
-                    assert time.monotonic() < deadline
-                    time.sleep(0.1)
+                t = wait_for(f"tournament {tid} to end",
+                             lambda: (found := client.tournament(tid))["state"] != "running" and found, timeout_s=120)
             finally:
                 worker.stop()
         assert t["state"] == "finished" and t["games_played"] == 3 * 3

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from arena.ladder.registration import register_builtin_agents, register_snapshot
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
 from envs.errors import ServiceUnavailable
+from tests.waiting import wait_for
 
 C4 = "connect_four-v3"
 ONE_UPDATE = 512 * 16  # the probe's PPO: 512 boards x 16 steps per update
@@ -51,15 +51,16 @@ def _rated_submission(services, seed: int, owner: str | None = "owner") -> int:
 
 
 def _run_until_finished(service: ProbeService, probe_ids: list[int], timeout_s: float = 240.0) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        service.step()
+    def probes() -> dict:
         with service.services.sessions() as session:
-            probes = {i: repo.get_probe(session, i) for i in probe_ids}
-        if all(p.status in ("done", "failed") for p in probes.values()):
-            return probes
-        assert time.monotonic() < deadline, f"probes still open: {probes}"
-        time.sleep(0.2)
+            return {i: repo.get_probe(session, i) for i in probe_ids}
+
+    def finished() -> dict | None:
+        service.step()  # the service takes a step per poll
+        found = probes()
+        return found if all(p.status in ("done", "failed") for p in found.values()) else None
+    return wait_for(f"probes {probe_ids} to finish", finished, timeout_s=timeout_s, every_s=0.2,
+                    explain=lambda: f"still open: {probes()}")
 
 
 @sqlite_only
@@ -106,10 +107,8 @@ def test_stopping_terminates_running_probes_and_queues_them_again(services):
     procs = [p for p in multiprocessing.active_children() if p.name == f"arena-probe-{probe.id}"]
     assert len(procs) == 1 and procs[0].is_alive()  # the probe's own process, spawned by the backend
     niceness = min(os.getpriority(os.PRIO_PROCESS, 0) + 7, 19)  # ARENA_PROBE_NICENESS below this process
-    deadline = time.monotonic() + 120
-    while os.getpriority(os.PRIO_PROCESS, procs[0].pid) != niceness:
-        assert time.monotonic() < deadline, "the probe process kept the server's priority"
-        time.sleep(0.05)
+    wait_for(f"the probe process to take niceness {niceness} (it kept the server's priority)",
+             lambda: os.getpriority(os.PRIO_PROCESS, procs[0].pid) == niceness, timeout_s=120, every_s=0.05)
     service.stop()
     assert not procs[0].is_alive()
     with services.sessions() as session:

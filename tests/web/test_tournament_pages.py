@@ -5,7 +5,6 @@ competition's page linking it, and a private competition's tournament a 404 page
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from arena.competitions.tournament_games import TournamentGames, advance
 from arena.ladder.registration import register_builtin_agents
 from arena.storage.db.repositories import tournaments as tour_repo
 from arena.storage.wiring import Services
+from tests.waiting import wait_for
 from tests.web.competition_seed import ENV, seed_competitions
 from tests.web.test_accounts import fresh_services
 
@@ -34,14 +34,11 @@ def services(tmp_path: Path, redis_url: str) -> Iterator[Services]:
 def _played(services: Services, tid: int) -> None:
     advance(services, tid)
     worker = TournamentGames(services, poll_s=0.05, sweep_s=0.1).start()
-    deadline = time.monotonic() + 120
-    try:
-        while True:  # the worker's own loop ends it; wait for the row to say so
-            with services.sessions() as session:
-                if tour_repo.get_tournament(session, tid).state != "running":
-                    break
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+    def ended() -> bool:
+        with services.sessions() as session:
+            return tour_repo.get_tournament(session, tid).state != "running"
+    try:  # the worker's own loop ends it; wait for the row to say so
+        wait_for(f"tournament {tid} to end", ended, timeout_s=120, every_s=0.05)
     finally:
         worker.stop()
 
