@@ -1,4 +1,5 @@
-"""A live Arena server (uvicorn in a thread, real database and Redis) and connected clients."""
+"""A live Arena server (uvicorn in a thread, real database and Redis), a real `arena serve` process, and
+connected clients."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from arena.core.settings import Settings
 from arena.storage.wiring import Services
 from tests.api.helpers import RAISED_LIMITS
 from tests.client.live import serving
+from tests.connected.api_process import ApiProcess, api_process_serving
 
 ADMIN_TOKEN = "connected-tests-admin"
 
@@ -68,3 +70,10 @@ def run_client() -> Iterator[Callable[..., AgentClient]]:
         client.stop()
     for _, thread in started:
         thread.join(10)
+
+
+@pytest.fixture
+def api_process(tmp_path: Path, redis_url: str) -> Iterator[ApiProcess]:
+    """A real ``arena serve --no-service`` process (the API alone), killed after the test if still up."""
+    with api_process_serving(tmp_path, redis_url) as api:
+        yield api
