@@ -33,16 +33,25 @@ and the presence outlived the socket by as long. And every task stops at its nex
 once the connection is closing, so a cancellation lost anyway costs at most one blocking
 wait (:data:`BLOCK_S`).
 
+No send to the client waits for long either (:data:`SEND_TIMEOUT_S`). A client that stops
+reading (a frozen process, or its network gone half-open) lets its socket's buffers fill, and
+then a frame to it (the reader's pong, the pump's next request, a result, an error, a close)
+waits for room that never comes. Unbounded, the reader never returned (so its idle timeout
+never fired) and the heartbeat kept the agent online while every request sent to it timed
+out. Past :data:`SEND_TIMEOUT_S` the client is closed as unresponsive
+(:data:`~arena.connected.protocol.CLOSE_IDLE`, when the close frame finds room) through the
+same release, once all four tasks have ended.
+
 A clean stop of the process releases every connection too (:class:`Releases`): uvicorn
-cancels the handlers of the sockets still open when its graceful shutdown times out (a
-client that stopped reading keeps its socket's buffer full, and the reader's answer to its
-``ping`` waits for room there), then ends the event loop, and ``asyncio.run`` cancels every
-task left, a shielded release among them. The app's shutdown waits for the releases first.
+cancels the handlers of the sockets still open when its graceful shutdown times out, then
+ends the event loop, and ``asyncio.run`` cancels every task left, a shielded release among
+them. The app's shutdown waits for the releases first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -73,6 +82,10 @@ from arena.snapshots.keys import RedisKeys
 log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 2.0
+SEND_TIMEOUT_S = 5.0
+"""How long one frame to a client (a request, a result, a pong, an error, a close) may wait for room
+in its socket's buffers. A client that stops reading fills them; past this it is closed as
+unresponsive (:data:`~arena.connected.protocol.CLOSE_IDLE`) and its connection released."""
 BLOCK_S = 1.0
 """How long the pump and the events task block in Redis at a time."""
 MAX_OUTSTANDING = 64
@@ -143,6 +156,17 @@ def redis_client(url: str) -> aredis.Redis:
                                  socket_timeout=None, socket_connect_timeout=10.0)
 
 
+class Unresponsive(ConnectionError):
+    """A frame to the client waited :data:`SEND_TIMEOUT_S` for room in its socket's buffers: the
+    client stopped reading."""
+
+
+GONE = (WebSocketDisconnect, WebSocketDisconnected, ConnectionError)
+"""How a task ends when the socket is gone (the client left, stopped reading, or a task here closed
+it): the first send after a close fails with WebSocketDisconnect, another task's next one with
+WebSocketDisconnected. None is an error of the server's."""
+
+
 @dataclass
 class _Sent:
     envelope: bytes
@@ -187,17 +211,35 @@ class Connection:
     closing: bool = False
     """Set when the connection ends: every task stops at its next turn (even one whose
     cancellation was lost)."""
+    unresponsive: bool = False
+    """A send waited :data:`SEND_TIMEOUT_S` in vain: the client stopped reading."""
     lease: Lease = field(init=False)
 
     def __post_init__(self) -> None:
         self.lease = Lease(self.client, self.keys, self.agent_id, self.conn_id, self.text)
 
     async def send(self, message: dict[str, Any]) -> None:
-        frame = encode(message, self.encoding)
-        if isinstance(frame, bytes):
-            await self.websocket.send_bytes(frame)
-        else:
-            await self.websocket.send_text(frame)
+        await self._write(encode(message, self.encoding))
+
+    async def _write(self, frame: bytes | str) -> None:
+        """One frame to the client, or :class:`Unresponsive` after :data:`SEND_TIMEOUT_S`."""
+        await self._bounded(self.websocket.send_bytes(frame) if isinstance(frame, bytes)
+                            else self.websocket.send_text(frame))
+
+    async def _shut(self, code: int, reason: str = "") -> None:
+        """Close the socket with ``code`` (the close frame waits for room like any frame)."""
+        await self._bounded(self.websocket.close(code, reason))
+
+    async def _bounded(self, sending: Awaitable[None]) -> None:
+        """Every wait for the socket's buffers ends: a client that stopped reading keeps them full.
+        ``asyncio.timeout``, not ``wait_for``: on Python 3.11 the latter can swallow a cancellation."""
+        try:
+            async with asyncio.timeout(SEND_TIMEOUT_S):
+                await sending
+        except TimeoutError:
+            self.closing = self.unresponsive = True
+            raise Unresponsive(f"a frame to agent {self.agent_id}'s client waited {SEND_TIMEOUT_S:g}s for room "
+                               "in its socket's buffers: it stopped reading") from None
 
     async def run(self, welcome: dict[str, Any]) -> None:
         """Serve the client until it leaves, breaks the protocol or is taken over; always cleans up."""
@@ -208,12 +250,10 @@ class Connection:
             tasks = [asyncio.create_task(t) for t in (self._pump(), self._events(), self._read(), self._heartbeat())]
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
-                # The socket is gone (the client left, or a task here closed it): the first send
-                # after that fails with WebSocketDisconnect, another task's next one with
-                # WebSocketDisconnected. Neither is an error of the server's.
-                gone = WebSocketDisconnect | WebSocketDisconnected | ConnectionError
-                if task.exception() and not isinstance(task.exception(), gone):
+                if task.exception() and not isinstance(task.exception(), GONE):
                     log.warning("connection of agent %d ended: %r", self.agent_id, task.exception())
+        except Unresponsive:
+            pass  # the welcome found no room: closed below, like any other send
         finally:
             # Also when run() itself is cancelled (the server stops): asyncio.wait leaves its
             # tasks running, and a heartbeat left behind would keep renewing the presence.
@@ -221,6 +261,13 @@ class Connection:
             for task in tasks:
                 task.cancel()
             await self.releases.settle(self._close(tasks))
+        if self.unresponsive:
+            log.info("agent %d's client stopped reading: closed (%d)", self.agent_id, CLOSE_IDLE,
+                     extra={"agent_id": self.agent_id})
+            # Its last word, after the release: it reaches the client only if the client reads again
+            # within SEND_TIMEOUT_S; otherwise the socket just closes once this handler returns.
+            with contextlib.suppress(*GONE, RuntimeError):
+                await self._shut(CLOSE_IDLE, "not reading: the server's frames found no room")
 
     async def _close(self, tasks: list[asyncio.Task]) -> None:
         """Wait until no task can touch the lease any more, then release it."""
@@ -237,7 +284,7 @@ class Connection:
     async def _taken_over(self) -> None:
         await self.send({"type": "error", "detail": f"agent {self.agent_id} connected again elsewhere: the newest "
                                                     "connection plays it and this one is closed"})
-        await self.websocket.close(CLOSE_TAKEN_OVER, "a newer connection took over this agent")
+        await self._shut(CLOSE_TAKEN_OVER, "a newer connection took over this agent")
 
     async def _heartbeat(self) -> None:
         while not self.closing:
@@ -271,7 +318,7 @@ class Connection:
                 continue
             self.sent[envelope["id"]] = _Sent(raw, int(envelope["rows"]), float(envelope["expires"]))
             if self.encoding == "msgpack":
-                await self.websocket.send_bytes(envelope["frame"])
+                await self._write(envelope["frame"])
             else:
                 await self.send(msgpack.unpackb(envelope["frame"], raw=False))
 
@@ -295,13 +342,13 @@ class Connection:
 
     async def _read(self) -> None:
         window, frames = int(time.monotonic()), 0
-        while True:
+        while not self.closing:
             try:
                 message = await asyncio.wait_for(self.websocket.receive(), self.idle_s)
             except TimeoutError:
                 await self.send({"type": "error", "detail": f"nothing received for {self.idle_s:g}s; "
                                                             "send a 'ping' at least every 20s"})
-                await self.websocket.close(CLOSE_IDLE)
+                await self._shut(CLOSE_IDLE)
                 return
             if message["type"] == "websocket.disconnect":
                 return
@@ -313,14 +360,14 @@ class Connection:
                 self.errors += 1
                 await self.send({"type": "error", "detail": str(exc)})
                 if self.errors >= MAX_ERRORS:
-                    await self.websocket.close(CLOSE_PROTOCOL, "too many protocol errors")
+                    await self._shut(CLOSE_PROTOCOL, "too many protocol errors")
                     return
             if answered:  # the server's own pace (at most MAX_OUTSTANDING open), never a flood
                 continue
             now = int(time.monotonic())
             window, frames = (now, 1) if now != window else (window, frames + 1)
             if frames > MAX_FRAMES_PER_S:
-                await self.websocket.close(CLOSE_TOO_MANY, "too many frames")
+                await self._shut(CLOSE_TOO_MANY, "too many frames")
                 return
 
     async def _handle(self, message: dict[str, Any]) -> bool:

@@ -1,8 +1,9 @@
 """A real ``arena serve --no-service`` in a subprocess, the Redis keys its connected sockets hold,
 and a raw WebSocket client that can stop reading (a frozen process, or its network gone).
 
-For the tests of what a connection gives back (``test_graceful_shutdown.py``). The ``api_process``
-fixture (``conftest.py``) starts the process.
+Shared by the tests of what a connection gives back: on a clean stop of the process
+(``test_graceful_shutdown.py``) and when its client stops reading (``test_unresponsive_client.py``).
+The ``api_process`` fixture (``conftest.py``) starts the process.
 """
 
 from __future__ import annotations

@@ -6,10 +6,11 @@ had not answered (back on the agent's queue, for its next connection).
 The real ``arena serve --no-service`` in a subprocess, clients connected to it, and the Redis
 keys read before and after the process exits: the project's own client, thinking about a
 request; and a client that stopped reading (frozen, or its network gone), whose socket's
-buffers are full and whose last ``ping`` the server cannot answer. uvicorn cancels that
-socket's handler when its graceful shutdown times out (10 s), and ends the event loop at once:
-before the app's shutdown waited for the releases, the loop's end cancelled them (the presence
-and the unanswered requests outlived the process).
+buffers are full and whose last ``ping`` the server cannot answer. uvicorn cancels the handlers
+still running when its graceful shutdown times out (10 s), and ends the event loop at once: before
+the app's shutdown waited for the releases, the loop's end cancelled them (the presence and the
+unanswered requests outlived the process). Since every send is bounded (``SEND_TIMEOUT_S``), that
+socket is released earlier, when its send gives up (``test_unresponsive_client.py``).
 """
 
 from __future__ import annotations
