@@ -227,23 +227,27 @@ def serve(
     configure_logging(settings.log_format, settings.log_level)
     if not (api or background):
         fail("--no-api and --no-service leave nothing to run")
+    # A SIGTERM exits normally whenever it comes: while starting up (the service may already
+    # be playing), or after uvicorn's own shutdown, which re-raises it and would otherwise kill
+    # the process before the embedded Redis and the workers are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         with open_services(settings) as services:
             service = probes = runner = None
-            if background:
-                config = ServiceConfig.from_settings(settings, max_rate=max_rate)
-                if demo:
-                    n = seed_demo(services, config.envs)
-                    if n:
-                        console.print(f"seeded {n} demo agents on {', '.join(config.envs)}")
-                runner = _runner(workers, services) if workers > 0 else InProcessRunner(
-                    services.snapshot_cache_factory()())
-                service = BackgroundService(services, runner, config).start()
-                probes = ProbeService(services).start() if settings.probe_concurrency else None
-            # uvicorn re-raises SIGTERM after its own shutdown, which would kill the process
-            # before the embedded Redis and the workers are stopped: exit normally instead.
-            signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
             try:
+                if background:
+                    config = ServiceConfig.from_settings(settings, max_rate=max_rate)
+                    if demo:
+                        n = seed_demo(services, config.envs)
+                        if n:
+                            console.print(f"seeded {n} demo agents on {', '.join(config.envs)}")
+                    runner = _runner(workers, services) if workers > 0 else InProcessRunner(
+                        services.snapshot_cache_factory()())
+                    service = BackgroundService(services, runner, config)
+                    service.start()
+                    if settings.probe_concurrency:
+                        probes = ProbeService(services)
+                        probes.start()
                 if api:
                     url = f"http://{host or settings.host}:{port or settings.port}"
                     console.print(f"Arena is up: [bold]{url}[/] (API docs at {url}/docs); Ctrl-C stops it")

@@ -48,7 +48,8 @@ class Serve:
              "--max-rate", "1500"], env=env, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
 
     def output(self) -> str:
-        self.log.flush()
+        if not self.log.closed:  # stop() closes it: the log is still read for a failure's message
+            self.log.flush()
         return Path(self.log.name).read_text(errors="replace")[-3000:]
 
     def stop(self, sig: int) -> int:
