@@ -227,13 +227,13 @@ def _memory_bomb() -> bytes:
     return _linear_into("h", nodes, inits)
 
 
-LONG_SIDE = 4096  # one [4096, 4096] MatMul: 1.4e11 flops, seconds on one core
+LONG_SIDE = 6144  # one [6144, 6144] MatMul: 4.6e11 flops, 4-8 s on one core
 
 
 def long_operator() -> bytes:
     """One MatMul of two ``[LONG_SIDE, LONG_SIDE]`` matrices built at run time.
 
-    128 MiB of tensors, inside the memory cap; onnxruntime checks ``terminate`` only
+    432 MiB of tensors, inside the memory cap; onnxruntime checks ``terminate`` only
     between operators, so only killing the worker process stops it at its deadline.
     """
     nodes = [helper.make_node("ConstantOfShape", ["square"], ["zeros"]),
