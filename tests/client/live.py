@@ -19,7 +19,6 @@ import uvicorn
 
 from arena.core.settings import Settings
 from arena.storage.wiring import Services, open_services
-from tests.waiting import wait_for  # noqa: F401 - still imported from here by test_graceful_shutdown
 
 ARENA = [sys.executable, "-m", "arena.cli"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
