@@ -79,10 +79,13 @@ same compute (the JSON's ``budget_clock``, ``budget_s``).
 one hider builds the fort while the other defends the ramp, each plan searched exactly
 over the env's rules) play ``--layouts`` standard layouts (seeds from ``--seed``) in the
 real core, whose detectors decide. It prints a table per level (``detectors``: exactly
-what the benchmark's phase detectors count; ``sealed``: door boxes also locked and both
-hiders back inside) and one JSON line: ``env``, ``layouts``, ``steps``, ``prep_steps``,
-``fort_rate``, ``ramp_defense_rate``, ``both_rate``, ``bound_both_rate`` (each task fits
-alone: an upper bound), the ``sealed_`` four, ``ramp_from_door`` (walls-only steps from
+what the benchmark's phase detectors count; ``sealed``: door boxes also locked, both
+hiders back inside and the ramp off the vault spots) and one JSON line: ``env``,
+``layouts``, ``steps``, ``prep_steps``, ``fort_rate``, ``ramp_defense_rate``,
+``both_rate``, ``bound_both_rate`` (each task fits alone: an upper bound),
+``ramp_defense_on_vault_spot_rate`` / ``both_on_vault_spot_rate`` (done for the detectors
+with the ramp locked where a seeker still climbs it into the room), the ``sealed_`` four,
+``ramp_from_door`` (walls-only steps from
 the nearest door to the ramp: mean, median, p90, max, ``hist``), ``alone_steps`` (the
 fewest steps of one hider doing a task alone), ``prep_sweep`` / ``prep_for_0_9`` (per
 level, the ``both`` rate with longer preparations until it reaches 0.9, v1's defaults
@@ -245,8 +248,9 @@ def core_speed(n_envs: int = 128, seconds: float = 10.0, seed: int = 0) -> dict:
             "core_speedup": round(fast / baseline, 2), "core_batch": n_envs, "core_cpu": cpu}
 
 
-def scripted(layouts: int, seed: int) -> dict:
-    """The ``--scripted`` run: planned teams on standard layouts (see the module docstring)."""
+def scripted(layouts: int, seed: int, smoke: bool = False) -> dict:
+    """The ``--scripted`` run: planned teams on standard layouts (see the module docstring);
+    ``smoke``: the preparation sweep stops two steps on (it plans again every layout still missed)."""
     from agents.hide_and_seek.feasibility import LEVELS, feasibility, preparation_needed
 
     start = time.perf_counter()
@@ -274,7 +278,8 @@ def scripted(layouts: int, seed: int) -> dict:
               f"not within preparation {s['over']}")
     sweep = {}
     for level in LEVELS:
-        sweep[level] = preparation_needed(reports, level, start=res["prep_steps"])
+        sweep[level] = preparation_needed(reports, level, start=res["prep_steps"],
+                                          stop=res["prep_steps"] + (2 if smoke else 20))
         print(f"{level} both rate by preparation steps: " + ", ".join(f"{p}: {r:.3f}" for p, r in sweep[level].items()))
     reached = {lv: next((p for p, r in s.items() if r >= 0.9), None) for lv, s in sweep.items()}
     result = {"env": "hide_and_seek-v1", "layouts": layouts, "steps": res["max_steps"], **res,
@@ -472,7 +477,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--core-seconds", type=float, default=10.0, help="timed seconds of each core (default 10)")
     args = p.parse_args(argv)
     if args.scripted:
-        return scripted(6 if args.smoke else args.layouts, args.seed)
+        return scripted(6 if args.smoke else args.layouts, args.seed, args.smoke)
     core = core_speed(seconds=0.3 if args.smoke else args.core_seconds, seed=args.seed)
     if args.core_only:
         print(json.dumps(core))
