@@ -29,7 +29,10 @@ every blocking read at 5 s (an idle connection's ``BLPOP`` of the same length fa
 with ``TimeoutError`` and dropped the connection) and wraps every command's send in
 ``asyncio.wait_for``, which on Python 3.11 can swallow a cancellation (the send finished
 in the same turn): the cancelled task then sat in its ``BLPOP`` for its whole timeout,
-and the presence outlived the socket by as long. And every task stops at its next turn
+and the presence outlived the socket by as long. The gateway's own waits are bounded with
+``asyncio.timeout`` for the same reason, never ``wait_for``: the sends (:data:`SEND_TIMEOUT_S`)
+and the reader's idle wait (``wait_for`` let a frame that arrived in the turn of the cancel win,
+and the cancelled reader read on until the idle limit). And every task stops at its next turn
 once the connection is closing, so a cancellation lost anyway costs at most one blocking
 wait (:data:`BLOCK_S`).
 
@@ -343,8 +346,9 @@ class Connection:
     async def _read(self) -> None:
         window, frames = int(time.monotonic()), 0
         while not self.closing:
-            try:
-                message = await asyncio.wait_for(self.websocket.receive(), self.idle_s)
+            try:  # asyncio.timeout, not wait_for (the module's docstring): a cancellation is never lost here
+                async with asyncio.timeout(self.idle_s):
+                    message = await self.websocket.receive()
             except TimeoutError:
                 await self.send({"type": "error", "detail": f"nothing received for {self.idle_s:g}s; "
                                                             "send a 'ping' at least every 20s"})

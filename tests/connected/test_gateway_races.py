@@ -281,6 +281,43 @@ def test_the_presence_goes_with_the_socket_even_when_a_cancellation_is_lost(redi
     asyncio.run(scenario())
 
 
+class _CountsReads(_FakeSocket):
+    """A :class:`_FakeSocket` that counts the reader's waits for a frame (``reads``)."""
+
+    reads = 0
+
+    async def receive(self) -> dict:
+        self.reads += 1  # the same step then blocks in the queue until a frame comes
+        return await super().receive()
+
+
+def test_the_readers_idle_wait_honours_a_cancellation(redis_url):
+    """The reader is cancelled in the very turn its frame arrives. Bounded by ``asyncio.wait_for``
+    (Python 3.11), the frame won and the cancellation was swallowed: the reader answered the ping
+    and waited for the next frame, as long as the idle limit. Bounded by ``asyncio.timeout``, it
+    ends cancelled, the frame unread."""
+
+    async def scenario() -> None:
+        client = redis_client(redis_url)
+        socket = _CountsReads()
+        connection = Connection(socket, client, RedisKeys("gw"), AGENT, "msgpack")  # type: ignore[arg-type]
+        reader = asyncio.create_task(connection._read())
+        await wait_for_async("the reader to wait for a frame", lambda: socket.reads == 1)
+        # Nothing yields to the event loop between the frame and the cancel.
+        socket.incoming.put_nowait({"type": "websocket.receive", "bytes": msgpack.packb({"type": "ping"})})
+        reader.cancel()
+        await wait_for_async("the reader to end, or to wait for another frame",
+                             lambda: reader.done() or socket.reads > 1)
+        assert reader.cancelled(), (f"the cancellation was swallowed: the reader sent {len(socket.sent)} "
+                                    f"frame(s) and waited for another ({socket.reads} waits)")
+        assert socket.sent == [] and socket.incoming.qsize() == 1  # the ping was left unread
+        reader.cancel()  # a reader that read on (the bug) stops here
+        await asyncio.gather(reader, return_exceptions=True)
+        await client.aclose()
+
+    asyncio.run(scenario())
+
+
 def test_a_claim_whose_reply_was_lost_still_releases_the_presence(redis_url, engine_side):
     """The heartbeat claims again when the presence expired; cancelled after Redis ran that claim
     but before its reply was read, the connection keeps its old token. Its release compares the
