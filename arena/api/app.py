@@ -58,6 +58,20 @@ def _start_probes(stack: ExitStack, services: Services) -> None:
     stack.callback(probes.stop)
 
 
+async def _close_gateway_redis(app: FastAPI) -> None:
+    """Close the connected agents' gateway's Redis client (made by the first socket), once the releases
+    that use it are done: nothing else closes it, and on asyncio's own event loop (uvloop closes them
+    when the loop ends) its connections stayed open in Redis after the app stopped."""
+    client = getattr(app.state, "connected_redis", None)
+    if client is None:
+        return
+    app.state.connected_redis = None  # an app started again makes a new one
+    try:
+        await client.aclose()
+    except Exception:
+        log.warning("could not close the connected agents' Redis client", exc_info=True)
+
+
 def create_app(services: Services | None = None, *, start_background: bool = False) -> FastAPI:
     """Build the Arena app.
 
@@ -91,6 +105,7 @@ def create_app(services: Services | None = None, *, start_background: bool = Fal
             # uvicorn cancels the sockets' handlers still running when its graceful shutdown
             # times out, then ends the loop: let their releases reach Redis first.
             await app.state.connected_releases.wait()
+            await _close_gateway_redis(app)
 
     app = FastAPI(
         title="Arena",

@@ -11,17 +11,30 @@ still running when its graceful shutdown times out (10 s), and ends the event lo
 the app's shutdown waited for the releases, the loop's end cancelled them (the presence and the
 unanswered requests outlived the process). Since every send is bounded (``SEND_TIMEOUT_S``), that
 socket is released earlier, when its send gives up (``test_unresponsive_client.py``).
+
+After the releases the app's shutdown closes the gateway's Redis client. That one runs in process
+(Starlette's test client, on asyncio's own event loop): uvloop, uvicorn's loop, closes every socket
+left open when the loop ends, asyncio's leaves them open for as long as the process lives.
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
 from pathlib import Path
 
+import msgpack
 import pytest
+import redis
+from fastapi.testclient import TestClient
 
 from arena.client.connected.client import AgentClient
+from arena.connected.gateway import redis_client
+from arena.core.settings import Settings
+from arena.storage.wiring import open_services
+from tests.api.helpers import API, RAISED_LIMITS, auth, new_user
 from tests.connected.api_process import RawClient, filling_padding, held, processing, queue_request, still_held
+from tests.connected.test_gateway_races import _named
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
@@ -74,3 +87,34 @@ def test_sigterm_gives_back_what_a_client_that_stopped_reading_held(api_process)
         assert not left, f"outlived the process: {'; '.join(left)}\n{api.output()}"
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the database plays no part here
+def test_the_app_closes_the_gateways_redis_client_after_the_releases(tmp_path, migrated_db_url, redis_url,
+                                                                      monkeypatch):
+    """The app's shutdown waits for its sockets' releases, then closes the gateway's Redis client.
+    It was never closed: on asyncio's loop its connections stayed open in Redis after the app stopped."""
+    from arena.api.app import create_app
+
+    name = f"gateway-{uuid.uuid4().hex}"  # the gateway's connections, told from any other in CLIENT LIST
+    monkeypatch.setattr("arena.api.routes.connected.redis_client", lambda url: redis_client(_named(url, name)))
+    store = redis.Redis.from_url(redis_url)
+
+    def gateway_connections() -> int:
+        return sum(c["name"] == name for c in store.client_list())
+
+    settings = Settings(page_cache_s=0.0, data_dir=tmp_path / "server", database_url=migrated_db_url,
+                        redis_url=redis_url, **RAISED_LIMITS)
+    with open_services(settings) as services:
+        with TestClient(create_app(services)) as client:
+            token = new_user(client, "stopper")
+            agent = client.post(f"{API}/agents/connected", json={"env": "connect_four-v3", "name": "stopper"},
+                                headers=auth(token)).json()
+            with client.websocket_connect(f"{API}/agents/{agent['id']}/connect") as ws:
+                ws.send_bytes(msgpack.packb({"type": "hello", "protocol": 1, "token": token}))
+                assert msgpack.unpackb(ws.receive_bytes())["type"] == "welcome"
+                wait_for("the connection's tasks to block in Redis", lambda: gateway_connections() >= 2, timeout_s=30)
+        assert services.connected_policies().broker.presence(agent["id"]) is None  # released, as before
+    wait_for("the gateway's connections to Redis to close", lambda: gateway_connections() == 0, timeout_s=30,
+             explain=lambda: f"{gateway_connections()} still open")
+    store.close()
