@@ -7,11 +7,14 @@ stops counting: its API process renews it with the connection's heartbeat, so th
 of a process that died stop counting within :data:`SLOT_TTL_S` and never hold a limit for
 good. Taking a slot (drop the expired members, count, add) is one Lua script, so two
 processes cannot both take the last one; times are Redis's own clock, so the processes'
-clocks do not matter.
+clocks do not matter. A take that ends in an error or a cancellation gives its slot back:
+Redis may have added it before the take could read the reply.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from dataclasses import dataclass
 
@@ -70,7 +73,15 @@ class ConnectionSlots:
     async def take(self, kind: str, subject: str, limit: int) -> Slot | None:
         """A slot of ``subject``'s (``kind``: ``user`` or ``address``), or ``None`` at the limit."""
         slot = Slot(self.keys.connection_slots(kind, subject), uuid.uuid4().hex)
-        taken = await self._take(keys=[slot.key], args=[slot.member, int(limit), self.ttl_ms])
+        try:
+            taken = await self._take(keys=[slot.key], args=[slot.member, int(limit), self.ttl_ms])
+        except BaseException:
+            # Redis may have added it already (a cancellation, or a lost connection, as its reply came
+            # back): nobody else knows the member, so it would count until its TTL. Giving back a slot
+            # never added removes nothing; a second cancellation leaves the give running.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.give(slot))
+            raise
         return slot if int(taken) else None
 
     async def count(self, kind: str, subject: str) -> int:

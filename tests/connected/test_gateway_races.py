@@ -427,6 +427,36 @@ def test_the_sockets_of_a_process_that_died_stop_counting(redis_url):
     asyncio.run(scenario())
 
 
+def test_a_take_cancelled_after_redis_added_its_slot_gives_it_back(redis_url, engine_side):
+    """A socket's take is cancelled (its client left, the server stops) after Redis ran the take's
+    script but before the take read its reply: the slot used to count until its lifetime ran out,
+    holding the limit for a socket that never existed. The take gives it back and stays cancelled."""
+    sync, keys, _ = engine_side
+
+    async def scenario() -> None:
+        name = f"slots-{uuid.uuid4().hex}"
+        client = aredis.Redis.from_url(_named(redis_url, name))
+        slots = ConnectionSlots(client, keys)
+        await slots.give(await slots.take("user", "warm", 1))  # the script is loaded, the connection open
+        key = keys.connection_slots("user", "user.1")
+        sync.client_pause(30_000, all=False)  # writes (scripts included) wait until the unpause
+        try:
+            taking = asyncio.create_task(slots.take("user", "user.1", 2))
+            await wait_for_async("the take to wait in Redis", lambda: _blocked_in(sync, name, "evalsha"))
+        finally:
+            sync.client_unpause()
+        # From here until the cancel, nothing yields to the event loop: the take cannot read
+        # Redis's reply, exactly as a cancel that lands between the add and the read.
+        wait_for("Redis to add the slot", lambda: sync.zcard(key) == 1, timeout_s=10, every_s=0.01)
+        taking.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await taking
+        assert await slots.count("user", "user.1") == 0, "the cancelled take's slot still counts"
+        await client.aclose()
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the database plays no part here
 def test_answers_do_not_count_as_a_flood(live, monkeypatch):
     """A fast agent answers as many requests a second as the engine sends; only frames that
