@@ -79,25 +79,23 @@ same compute (the JSON's ``budget_clock``, ``budget_s``).
 one hider builds the fort while the other defends the ramp, each plan searched exactly
 over the env's rules) play ``--layouts`` standard layouts (seeds from ``--seed``) in the
 real core, whose detectors decide. It prints a table per level (``detectors``: exactly
-what the benchmark's phase detectors count; ``sealed``: door boxes also locked, both
-hiders back inside and the ramp off the vault spots) and one JSON line: ``env``,
+what the benchmark's phase detectors count, the ramp out of the seekers' use; ``sealed``:
+door boxes also locked and both hiders back inside) and one JSON line: ``env``,
 ``layouts``, ``steps``, ``prep_steps``, ``fort_rate``, ``ramp_defense_rate``,
-``both_rate``, ``bound_both_rate`` (each task fits alone: an upper bound),
-``ramp_defense_on_vault_spot_rate`` / ``both_on_vault_spot_rate`` (done for the detectors
-with the ramp locked where a seeker still climbs it into the room), the ``sealed_`` four,
+``both_rate``, ``bound_both_rate`` (each task fits alone: an upper bound), the ``sealed_`` four,
 ``ramp_from_door`` (walls-only steps from
 the nearest door to the ramp: mean, median, p90, max, ``hist``), ``alone_steps`` (the
 fewest steps of one hider doing a task alone), ``prep_sweep`` / ``prep_for_0_9`` (per
 level, the ``both`` rate with longer preparations until it reaches 0.9, v1's defaults
 unchanged), ``mismatches`` (plans the planner's model and the core disagree on: 0),
-``capped`` (searches that gave up), ``wall_s``. Measured before the sealed level asked for
-the ramp off the vault spots (the defaults: 1,000 layouts, one core, 251 s; the stricter
-search takes far longer and is not measured on all of them yet): fort, ramp defense and
-both 1.000 at the detectors' level, 0.147 of them with the ramp on a vault spot (the ramp
-4.8 walls-only steps from the nearest door on average, at most 11); sealed as it was
-0.993 / 0.952 / 0.915 (each part fits alone in 0.945), 0.452 of the layouts ending with
-the ramp on a vault spot, so 0.463 at least under today's sealed level
-(docs/leagues.md, "Is ramp defense feasible?").
+``capped`` (searches that gave up), ``wall_s``. Measured while the ``ramp_defense``
+detector still counted a ramp locked on a vault spot (the defaults: 1,000 layouts, one
+core, 251 s; the search off the vault spots takes far longer and is not measured on all
+of them yet): fort, ramp defense and both 1.000 at that detector's level, 0.147 of them
+with the ramp on a vault spot (the ramp 4.8 walls-only steps from the nearest door on
+average, at most 11); sealed 0.993 / 0.952 / 0.915 (each part fits alone in 0.945),
+0.452 of the layouts ending with the ramp on a vault spot, so 0.463 at least with the
+detector as it is now (docs/leagues.md, "Is ramp defense feasible?").
 
 Every training number measured so far is of the **shaped** configuration (what was then the
 default, now ``--shaped``): the hiders were paid for exactly the fort and the defended ramp
@@ -262,13 +260,11 @@ def scripted(layouts: int, seed: int, smoke: bool = False) -> dict:
     reports = res.pop("reports")
     print(f"hide_and_seek-v1 standard layouts: {layouts} (seeds {seeds[0]}..{seeds[-1]}), {res['max_steps']} steps, "
           f"{res['prep_steps']} of preparation; planned teams played in the core")
-    print("level        fort  ramp_defense   both  bound_both  both_on_vault_spot")
+    print("level        fort  ramp_defense   both  bound_both")
     for level in LEVELS:
         pre = "" if level == "detectors" else "sealed_"
-        spot = res.get(pre + "both_on_vault_spot_rate")
         print(f"{level:10s} {res[pre + 'fort_rate']:6.3f} {res[pre + 'ramp_defense_rate']:13.3f} "
-              f"{res[pre + 'both_rate']:6.3f} {res[pre + 'bound_both_rate']:11.3f} "
-              f"{'-' if spot is None else f'{spot:.3f}':>19s}")
+              f"{res[pre + 'both_rate']:6.3f} {res[pre + 'bound_both_rate']:11.3f}")
     dist = res["ramp_from_door"]
     hist = {}
     for r in reports:

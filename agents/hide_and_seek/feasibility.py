@@ -7,15 +7,13 @@ the same class and detectors the benchmarks read) through the preparation phase.
 task counts as done in a layout only when the core says so at the end of preparation:
 
 * ``fort``: the core's ``fort`` detector (every door holds a box);
-* ``ramp_defense``: the core's ``ramp_defense`` detector (the ramp locked by the hiders
-  or inside the room);
+* ``ramp_defense``: the core's ``ramp_defense`` detector (the ramp inside the room, or
+  locked by the hiders off the vault spots, where no seeker climbs it into the room);
 * ``both``: both, in one episode, one hider building while the other defends.
 
 Each at two levels: ``detectors`` (exactly the above) and ``sealed`` (also the door
-boxes locked by the hiders, ``door_block_status(locked=True)``, both hiders inside the
-room and the ramp off the vault spots when preparation ends: what the game's reward
-needs; a ramp locked on a vault spot counts for the detector, but a seeker climbs it and
-vaults into the room).
+boxes locked by the hiders, ``door_block_status(locked=True)``, and both hiders inside
+the room when preparation ends: what the game's reward needs).
 """
 
 from __future__ import annotations
@@ -29,7 +27,6 @@ from agents.hide_and_seek import model as rules
 from agents.hide_and_seek.planner import TeamPlanner
 from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
-from envs.hide_and_seek.layouts_v1 import vault_spots
 
 LEVELS = ("detectors", "sealed")
 TASKS = {"fort": (True, False), "ramp_defense": (False, True), "both": (True, True)}
@@ -55,9 +52,7 @@ def play_plans(core: HideAndSeekV1Core, plans: Sequence[tuple[list[int], ...] | 
     Returns:
         Per episode, from the core at the end of preparation: ``fort``,
         ``ramp_defense`` (its phase detectors), ``locked`` (every door's box locked by
-        the hiders), ``inside`` (every hider in the room) and ``vault_spot`` (a ramp stands
-        on a :func:`~envs.hide_and_seek.layouts_v1.vault_spots` cell: locked there, it
-        still lets the seekers in); bool arrays.
+        the hiders) and ``inside`` (every hider in the room); bool arrays.
     """
     if len(plans) != core.n_envs:
         raise ValueError(f"{len(plans)} plans for {core.n_envs} episodes")
@@ -71,12 +66,9 @@ def play_plans(core: HideAndSeekV1Core, plans: Sequence[tuple[list[int], ...] | 
     phases = core.phases()
     hiders = core.agent_pos[:, : core.n_hiders]
     rows = np.arange(core.n_envs)[:, None]
-    ramps = core.box_pos[:, core.is_ramp]
-    spots = np.stack([vault_spots(core.walls[r], core.room[r], core.doors[r]) for r in range(core.n_envs)])
     return {"fort": phases["fort"] > 0.5, "ramp_defense": phases["ramp_defense"] > 0.5,
             "locked": core.door_block_status(locked=True),
-            "inside": core.room[rows, hiders[..., 0], hiders[..., 1]].all(1),
-            "vault_spot": spots[rows, ramps[..., 0], ramps[..., 1]].any(1)}
+            "inside": core.room[rows, hiders[..., 0], hiders[..., 1]].all(1)}
 
 
 def done(outcome: dict[str, np.ndarray], task: str, level: str) -> np.ndarray:
@@ -85,7 +77,7 @@ def done(outcome: dict[str, np.ndarray], task: str, level: str) -> np.ndarray:
     if task in ("fort", "both"):
         ok &= outcome["fort"] & (outcome["locked"] if level == "sealed" else True)
     if task in ("ramp_defense", "both"):
-        ok &= outcome["ramp_defense"] & (~outcome["vault_spot"] if level == "sealed" else True)
+        ok &= outcome["ramp_defense"]
     return ok & (outcome["inside"] if level == "sealed" else True)
 
 
@@ -132,10 +124,7 @@ def feasibility(seeds: Sequence[int], prep_steps: int | None = None, max_states:
 
     Returns:
         ``layouts``, ``prep_steps``, ``max_steps``, per level ``<task>_rate`` for each of
-        :data:`TASKS` (``sealed_`` prefixed for the sealed level) and
-        ``<task>_on_vault_spot_rate`` (done at the detectors' level, but the ramp stands on
-        a vault spot: locked where a seeker still vaults into the room; ``ramp_defense``
-        and ``both``; the sealed level does not count those),
+        :data:`TASKS` (``sealed_`` prefixed for the sealed level),
         ``bound_both_rate`` (one hider can build the fort alone and the other defend
         the ramp alone, in time: the team's rate is at most this), ``mismatches``
         (plans the planning model expected to succeed that the core did not confirm;
@@ -162,8 +151,6 @@ def feasibility(seeds: Sequence[int], prep_steps: int | None = None, max_states:
             for r, o in zip(reports, ok):
                 r.done[level, task] = bool(o)
             out[f"{prefix}{task}_rate"] = round(float(ok.mean()), 4)
-            if task != "fort" and level == "detectors":  # done, the ramp locked where seekers still climb in
-                out[f"{task}_on_vault_spot_rate"] = round(float((ok & outcome["vault_spot"]).mean()), 4)
         out[f"{prefix}bound_both_rate"] = round(float(np.mean([r.bound_both[level] for r in reports])), 4)
     out["mismatches"], out["capped"] = mismatches, capped
     out["ramp_from_door"] = summary([r.ramp_from_door for r in reports])

@@ -215,14 +215,8 @@ def fort(board: Board, world: World, locked: bool = False) -> bool:
 
 
 def ramps_defended(board: Board, world: World) -> bool:
-    """Every ramp is locked by the hiders or inside the room (core ``ramps_defended``)."""
-    ramps = [i for i, r in enumerate(board.is_ramp) if r]
-    return bool(ramps) and all(world.locks[i] == HIDERS or world.objects[i] in board.room for i in ramps)
-
-
-def ramps_denied(board: Board, world: World) -> bool:
     """Every ramp is inside the room, or locked by the hiders off the vault spots: no seeker can
-    climb in by one (:func:`ramps_defended` also counts a lock on a vault spot)."""
+    climb in by one (core ``ramps_defended``)."""
     ramps = [i for i, r in enumerate(board.is_ramp) if r]
     return bool(ramps) and all(world.objects[i] in board.room
                                or (world.locks[i] == HIDERS and world.objects[i] not in board.vault_spots)

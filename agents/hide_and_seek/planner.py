@@ -1,7 +1,7 @@
 """Scripted hider teams that plan ``hide_and_seek-v1``'s preparation: one builds, one defends the ramp.
 
 A perfect hider team splits the work: one hider builds the fort (a box in every door of
-the room), the other defends the ramp (locks it where it stands, or brings it into the
+the room), the other defends the ramp (locks it off the vault spots, or brings it into the
 room). This module plans that with exact searches over the env's rules
 (:mod:`agents.hide_and_seek.model`, a planning copy of the core's rules that the tests
 step beside the core); :mod:`agents.hide_and_seek.feasibility` plays the plans in the
@@ -24,11 +24,11 @@ doors, so that the last door can be closed behind it). Both splits of the team a
 tried.
 
 **Levels**: ``sealed=False`` asks exactly what the phase detectors count (``fort``:
-every door holds a box; ``ramp_defense``: the ramp locked by the hiders or inside the
-room). ``sealed=True`` asks what the game pays for: the door boxes locked as well, both
-hiders inside the room (a hider left outside is seen by the seekers; an unlocked door box
-is pushed in) and the ramp out of the seekers' use: inside the room, or locked off the
-vault spots (a ramp locked by the room's wall is climbed and vaulted all the same).
+every door holds a box; ``ramp_defense``: the ramp out of the seekers' use, inside the
+room or locked by the hiders off the vault spots, since a ramp locked by the room's wall is
+climbed and vaulted all the same). ``sealed=True`` asks what the game pays for: the door
+boxes locked as well and both hiders inside the room (a hider left outside is seen by
+the seekers; an unlocked door box is pushed in).
 """
 
 from __future__ import annotations
@@ -152,8 +152,8 @@ def alone(world: World, agent: int) -> World:
 
 def goals(board: Board, sealed: bool, fort_hider: int | None, ramp_hider: int | None, park: bool = False) -> Goal:
     """The goal of a team that builds the fort (if ``fort_hider``) and defends the ramp (if
-    ``ramp_hider``); ``sealed``: the door boxes locked, every hider inside the room and the
-    ramp out of the seekers' use (inside, or locked off the vault spots: :func:`rules.ramps_denied`);
+    ``ramp_hider``: the ramp out of the seekers' use, :func:`rules.ramps_defended`); ``sealed``:
+    the door boxes locked and every hider inside the room;
     ``park``: the ramp hider also off the room cells next to the doors (where a door's box
     has to pass)."""
     by_door = {d + s for d in board.doors for s in board.moves} & board.room
@@ -161,7 +161,7 @@ def goals(board: Board, sealed: bool, fort_hider: int | None, ramp_hider: int | 
     def goal(world: World) -> bool:
         if fort_hider is not None and not rules.fort(board, world, locked=sealed):
             return False
-        if ramp_hider is not None and not (rules.ramps_denied if sealed else rules.ramps_defended)(board, world):
+        if ramp_hider is not None and not rules.ramps_defended(board, world):
             return False
         if park and world.agents[ramp_hider] in by_door:
             return False

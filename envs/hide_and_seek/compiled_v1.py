@@ -29,7 +29,7 @@ from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.curriculum import drawn_share
 from envs.hide_and_seek.layouts import Layout
-from envs.hide_and_seek.layouts_v1 import place_ramp_stage, quadrant_room
+from envs.hide_and_seek.layouts_v1 import place_ramp_stage, quadrant_room, vault_spots
 from envs.hide_and_seek.rules import MOVES, NUM_ACTIONS, UNLOCKED
 
 DEFAULT_BACKEND = "compiled"
@@ -45,6 +45,7 @@ class QuadrantRoom:
         doors: ``(2, 2)`` int64.
         inside, outside: The flat cells where hiders and boxes, and seekers and ramps, are drawn.
         by_door: ``(k, 2)``: the room cell next to each distinct door where ``box_by_door`` puts a box.
+        vault: ``(size, size)`` bool: its :func:`~envs.hide_and_seek.layouts_v1.vault_spots`.
     """
 
     index: int
@@ -54,6 +55,7 @@ class QuadrantRoom:
     inside: np.ndarray
     outside: np.ndarray
     by_door: np.ndarray
+    vault: np.ndarray
 
 
 class _Replay:
@@ -73,7 +75,7 @@ class QuadrantDraws:
     cells, corner, then the two ``choice`` draws of start cells); only the grid built from
     the door and corner draws is cached, once per choice (built by the layout code itself,
     :func:`envs.hide_and_seek.layouts.open_doors`). ``walls``, ``room`` and ``doors`` stack
-    every room seen so far, indexed by :attr:`QuadrantRoom.index`.
+    every room seen so far (and ``vault`` their vault spots), indexed by :attr:`QuadrantRoom.index`.
     """
 
     def __init__(self, size: int) -> None:
@@ -83,6 +85,7 @@ class QuadrantDraws:
         self.walls = np.zeros((0, size, size), dtype=bool)
         self.room = np.zeros((0, size, size), dtype=bool)
         self.doors = np.zeros((0, 2, 2), dtype=np.int64)
+        self.vault = np.zeros((0, size, size), dtype=bool)
 
     def _room(self, key: tuple) -> QuadrantRoom:
         one_door, draws = key[0], key[1:]
@@ -97,7 +100,7 @@ class QuadrantDraws:
             by_door.append(by[room[by[:, 0], by[:, 1]]][0])
         parts = [np.ascontiguousarray(walls), np.ascontiguousarray(room), doors.astype(np.int64),
                  np.flatnonzero(room & ~near), np.flatnonzero(~room & ~walls & ~near),
-                 np.array(by_door, dtype=np.int64).reshape(-1, 2)]
+                 np.array(by_door, dtype=np.int64).reshape(-1, 2), vault_spots(walls, room, doors)]
         for part in parts:
             part.flags.writeable = False
         made = QuadrantRoom(len(self.rooms), *parts)
@@ -105,6 +108,7 @@ class QuadrantDraws:
         self.walls = np.concatenate([self.walls, made.walls[None]])
         self.room = np.concatenate([self.room, made.room[None]])
         self.doors = np.concatenate([self.doors, made.doors[None]])
+        self.vault = np.concatenate([self.vault, made.vault[None]])
         return made
 
     def draw(self, seed: int, n_hiders: int, n_seekers: int, n_boxes: int, n_ramps: int,
@@ -129,7 +133,7 @@ class QuadrantDraws:
             cells[n_hiders : n_hiders + k] = room.by_door[:k]
         if ramp_by_door and n_ramps:
             place_ramp_stage(room.walls, room.room, room.doors, cells, n_hiders + n_boxes, n_seekers, ramp_reach,
-                             seed)
+                             seed, room.vault)
         return room, cells
 
 
@@ -177,6 +181,7 @@ class CompiledHideAndSeekV1Core(HideAndSeekV1Core):
         self.walls[rows] = self._draws.walls[ids]
         self.doors[rows] = self._draws.doors[ids]
         self.room[rows] = self._draws.room[ids]
+        self.vault[rows] = self._draws.vault[ids]
         self.agent_pos[rows] = np.concatenate([cells[:, :h], cells[:, h + b : h + b + s]], 1)
         self.box_pos[rows, :n] = np.concatenate([cells[:, h : h + b], cells[:, h + b + s :]], 1)
         self.box_lock[rows, :n] = UNLOCKED
@@ -211,7 +216,7 @@ class CompiledHideAndSeekV1Core(HideAndSeekV1Core):
         kernels.step(
             self.walls, self.agent_pos, self.box_pos, self.box_lock, self.box_holder, self.holding, self.agent_at,
             self.box_at, self.t, self.team, self.is_ramp, self.prep_steps, self.max_steps, self.doors, self.room,
-            self._ramp_ids, self._in_range, self._between, self.view_size, actions,
+            self.vault, self._ramp_ids, self._in_range, self._between, self.view_size, actions,
             self.seen, self._prep_doors, self.vaulted, self.seen_steps, self.ramp_used, self._prep_ramps,
             obs, rewards, dones, masks, ground, last)
         self._ground_vis, self._last_vis = ground, last

@@ -20,8 +20,9 @@ Phase detectors (:data:`PHASES`, :meth:`HideAndSeekV1Core.phases`), per episode:
 ``chasing`` share of post-preparation steps in which a seeker saw a hider; ``fort``
 every door held a box (not a ramp) when preparation ended; ``ramp_use`` a seeker
 vaulted by ramp, or saw a hider from a ramp that it could not have seen from the
-ground; ``ramp_defense`` when preparation ended every ramp was locked by the hiders or
-inside the room.
+ground; ``ramp_defense`` when preparation ended every ramp was inside the room, or locked
+by the hiders on a cell from which no vault lands in the room (off the layout's
+:func:`~envs.hide_and_seek.layouts_v1.vault_spots`).
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
         self.obs_dim += len(CHANNELS_V1) * config.view_size**2 + len(FLAT_V1)
         n = n_envs
         self.room = np.zeros((n, size, size), dtype=bool)
+        self.vault = np.zeros((n, size, size), dtype=bool)  # vault_spots of each env's layout
         self.vaulted = np.zeros((n, self.n_agents), dtype=bool)  # vaulted at the last step
         self._ground_vis = np.zeros((n, self.n_agents, self.n_agents), dtype=bool)
         self._last_vis = self._ground_vis
@@ -123,6 +125,7 @@ class HideAndSeekV1Core(HideAndSeekCore):
         )
         super()._load(row, merged)
         self.room[row] = layout.room
+        self.vault[row] = grid1.vault_spots(layout.walls, layout.room, layout.doors)
         self.vaulted[row] = False
         self.seen_steps[row] = 0
         self.ramp_used[row] = False
@@ -154,13 +157,15 @@ class HideAndSeekV1Core(HideAndSeekCore):
         return np.stack([blocked, blocked & (locks == HIDERS).all(1)])
 
     def ramps_defended(self) -> np.ndarray:
-        """``(n_envs,)``: every ramp is locked by the hiders or inside the room."""
+        """``(n_envs,)``: every ramp is inside the room, or locked by the hiders off the
+        :attr:`vault` spots (a ramp locked there is climbed and vaulted into the room all the
+        same)."""
         ramps = np.flatnonzero(self.is_ramp)
         if len(ramps) == 0:
             return np.zeros(self.n_envs, dtype=bool)
         pos = self.box_pos[:, ramps]
-        inside = self.room[self._rows[:, None], pos[..., 0], pos[..., 1]]
-        return (inside | (self.box_lock[:, ramps] == HIDERS)).all(1)
+        at = (self._rows[:, None], pos[..., 0], pos[..., 1])
+        return (self.room[at] | ((self.box_lock[:, ramps] == HIDERS) & ~self.vault[at])).all(1)
 
     def phases(self) -> dict[str, np.ndarray]:
         """Phase detectors of the current episodes (:data:`PHASES`), each ``(n_envs,)`` float.

@@ -49,8 +49,9 @@ per-episode detectors of :data:`envs.hide_and_seek.core_v1.PHASES` - ``chasing``
 of post-preparation steps in which a seeker saw a hider), ``fort`` (every door held a
 box when preparation ended), ``ramp_use`` (a seeker crossed a wall or box by ramp, or
 saw a hider from a ramp that it could not have seen from the ground) and
-``ramp_defense`` (when preparation ended every ramp was locked by the hiders or inside
-the room). A replayed match's final infos therefore say which phases happened in it.
+``ramp_defense`` (when preparation ended every ramp was inside the room, or locked by
+the hiders where no vault from it lands in the room). A replayed match's final infos
+therefore say which phases happened in it.
 
 The dynamics live in :class:`envs.hide_and_seek.core_v1.HideAndSeekV1Core`; this env
 wraps a core of one episode, its compiled twin

@@ -234,19 +234,20 @@ def _door_status(e, doors, box_lock, box_at, is_ramp):
 
 
 @njit(cache=True)
-def _ramps_defended(e, room, box_pos, box_lock, ramp_ids):
-    """Every ramp is locked by the hiders or inside the room (``ramps_defended``)."""
+def _ramps_defended(e, room, vault, box_pos, box_lock, ramp_ids):
+    """Every ramp is inside the room, or locked by the hiders off the vault spots (``ramps_defended``)."""
     if len(ramp_ids) == 0:
         return False
     for b in ramp_ids:
-        if not (room[e, box_pos[e, b, 0], box_pos[e, b, 1]] or box_lock[e, b] == HIDERS):
+        y, x = box_pos[e, b, 0], box_pos[e, b, 1]
+        if not (room[e, y, x] or (box_lock[e, b] == HIDERS and not vault[e, y, x])):
             return False
     return True
 
 
 @njit(cache=True)
 def step(walls, agent_pos, box_pos, box_lock, box_holder, holding, agent_at, box_at, t, team, is_ramp,
-         prep_steps, max_steps, doors, room, ramp_ids, in_range, between, view_size, actions,
+         prep_steps, max_steps, doors, room, vault_spots, ramp_ids, in_range, between, view_size, actions,
          seen, prep_doors, vaulted, seen_steps, ramp_used, prep_ramps,
          obs, rewards, dones, out_masks, ground, last):
     """One :meth:`HideAndSeekV1Core.step` of every env, in place on the state; writes ``obs``,
@@ -377,7 +378,7 @@ def step(walls, agent_pos, box_pos, box_lock, box_holder, holding, agent_at, box
         if live and used:
             ramp_used[e] = True
         if now:
-            prep_ramps[e] = _ramps_defended(e, room, box_pos, box_lock, ramp_ids)
+            prep_ramps[e] = _ramps_defended(e, room, vault_spots, box_pos, box_lock, ramp_ids)
 
 
 @njit(cache=True)

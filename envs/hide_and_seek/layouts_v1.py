@@ -126,7 +126,7 @@ def vault_spots(walls: np.ndarray, room: np.ndarray, doors: np.ndarray) -> np.nd
     """``(size, size)`` bool: the floor cells outside the room from which an agent on a ramp
     vaults into the room with one move (into a wall, or into a door's box, landing on a room
     cell). A ramp locked by the hiders on such a cell still lets the seekers in: it counts for
-    the ``ramp_defense`` detector, but only moving it defends."""
+    the ``ramp_defense`` detector only off these cells."""
     size = walls.shape[0]
     blocks = walls.copy()
     blocks[doors[:, 0], doors[:, 1]] = True  # a fort's box stands there
@@ -140,7 +140,7 @@ def vault_spots(walls: np.ndarray, room: np.ndarray, doors: np.ndarray) -> np.nd
 
 def place_ramp_stage(
     walls: np.ndarray, room: np.ndarray, doors: np.ndarray, cells: np.ndarray,
-    k: int, n_seekers: int, reach: float, seed: int,
+    k: int, n_seekers: int, reach: float, seed: int, vault: np.ndarray | None = None,
 ) -> None:
     """The ramp stage of the training curriculum, in place on a quadrant draw's ``cells``
     (hiders, boxes, seekers, ramps in that order; ``k`` hiders and boxes).
@@ -155,12 +155,14 @@ def place_ramp_stage(
     Reach 0: the ramp two cells straight out from the door (where it is free), the hider
     between them, next to it;
     reach 1: the ramp on any outside cell, the hider where it was drawn.
+    ``vault``: the layout's :func:`vault_spots`, where the caller has them already.
     """
     reach = min(1.0, max(0.0, float(reach)))
     outside = ~walls & ~room
     from_door = steps_from(outside, doors[0])
     most = int(from_door.max())
-    free = outside & (from_door >= 2) & ~vault_spots(walls, room, doors)
+    vault = vault_spots(walls, room, doors) if vault is None else vault
+    free = outside & (from_door >= 2) & ~vault
     free[doors[:, 0], doors[:, 1]] = False
     free[cells[k : k + n_seekers, 0], cells[k : k + n_seekers, 1]] = False
     if not free.any():

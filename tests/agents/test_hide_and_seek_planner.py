@@ -17,6 +17,7 @@ from agents.hide_and_seek.planner import TeamPlanner
 from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.layouts_v1 import parse_layout, vault_spots
+from envs.hide_and_seek.rules import HIDERS
 
 # The ramp two steps from the door: one hider blocks the door, the other locks the ramp.
 NEAR = """
@@ -132,27 +133,30 @@ def test_a_far_ramp_is_out_of_reach_in_preparation_but_not_in_a_longer_one() -> 
     assert out["fort"][0] and out["ramp_defense"][0]
 
 
-def test_a_ramp_locked_on_a_vault_spot_is_defended_for_the_detector_but_not_denied() -> None:
+def test_a_ramp_locked_on_a_vault_spot_defends_nothing_in_the_model_as_in_the_core() -> None:
     rows = ["#########", "#...#...#", "#.H.#...#", "#...D...#", "#####...#",
             "#.......#", "#.......#", "#.....S.#", "#########"]
-    for cell, locked, denied in (((5, 2), "p", False), ((6, 3), "p", True), ((6, 3), "R", False)):
+    for cell, locked, defended in (((5, 2), "p", False), ((6, 3), "p", True), ((6, 3), "R", False)):
         drawn = [list(r) for r in rows]
         drawn[cell[0]][cell[1]] = locked  # by the room's wall; one further out; one further out, unlocked
-        board, world = rules.from_layout(parse_layout(["".join(r) for r in drawn]))
-        assert rules.ramps_defended(board, world) == (locked == "p")
-        assert rules.ramps_denied(board, world) == denied
+        layout = parse_layout(["".join(r) for r in drawn])
+        board, world = rules.from_layout(layout)
+        assert rules.ramps_defended(board, world) == defended
+        core = _loaded(layout, n_hiders=1, n_seekers=1, n_boxes=0)
+        assert bool(core.ramps_defended()[0]) == defended
 
 
-def test_played_episodes_say_whether_the_ramp_stands_on_a_vault_spot() -> None:
+def test_a_ramp_left_on_a_vault_spot_is_not_defended_when_preparation_ends() -> None:
     core = make_core(1)
-    on, off = [], []
+    on = []
     for seed in range(60):  # standard draws: about one in seven starts the ramp on a vault spot
         lay = core.draw_layout(seed)
-        (on if vault_spots(lay.walls, lay.room, lay.doors)[tuple(lay.ramps[0])] else off).append(seed)
-    core = make_core(2)
-    core.reset(np.array([on[0], off[0]]))
-    out = play_plans(core, [None, None])  # the hiders stand still: the ramp stays where it started
-    assert out["vault_spot"].tolist() == [True, False]
+        if vault_spots(lay.walls, lay.room, lay.doors)[tuple(lay.ramps[0])]:
+            on.append(seed)
+    core = make_core(1)
+    core.reset(np.array(on[:1]))
+    core.box_lock[0, core.is_ramp] = HIDERS  # locked where it stands, by the room's wall
+    assert not play_plans(core, [None])["ramp_defense"][0]
 
 
 def test_rates_come_from_the_played_episodes() -> None:
@@ -161,7 +165,6 @@ def test_rates_come_from_the_played_episodes() -> None:
     assert report["layouts"] == 3 and report["prep_steps"] == 20 and report["mismatches"] == 0
     assert report["fort_rate"] == report["ramp_defense_rate"] == report["both_rate"] == 1.0
     assert report["sealed_both_rate"] == pytest.approx(2 / 3, abs=1e-3)
-    assert 0.0 <= report["both_on_vault_spot_rate"] <= report["both_rate"]
     short = feasibility(seeds, prep_steps=3)
     assert short["prep_steps"] == 3 and short["both_rate"] == 0.0 and short["sealed_both_rate"] == 0.0
 

@@ -24,8 +24,9 @@ from envs.hide_and_seek.layouts import Layout
 from envs.hide_and_seek.layouts_v1 import parse_layout, quadrant_layout
 from tests.envs.hide_and_seek_diff import compare_v1_state
 
-STATE = ("walls", "doors", "room", "agent_pos", "box_pos", "box_lock", "box_holder", "holding", "agent_at", "box_at",
-         "t", "seen", "vaulted", "seen_steps", "ramp_used", "_prep_doors", "_prep_ramps", "_ground_vis", "_last_vis")
+STATE = ("walls", "doors", "room", "vault", "agent_pos", "box_pos", "box_lock", "box_holder", "holding", "agent_at",
+         "box_at", "t", "seen", "vaulted", "seen_steps", "ramp_used", "_prep_doors", "_prep_ramps", "_ground_vis",
+         "_last_vis")
 
 
 def same(what: str, expected: np.ndarray, got: np.ndarray, step: int) -> None:

@@ -26,7 +26,7 @@ from tests.envs.hide_and_seek_diff import compare_v1_state
 from tests.envs.test_device_hide_and_seek import STATE, assert_same, episodes, random_actions, reset_both
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-STATE_V1 = (*STATE, "room", "vaulted", "seen_steps", "ramp_used")
+STATE_V1 = (*STATE, "room", "vault", "vaulted", "seen_steps", "ramp_used")
 
 
 def run_differential(n: int, seed: int, device: str, **kwargs) -> dict[str, int]:

@@ -262,7 +262,7 @@ def test_box_by_door_curriculum_and_fort_potential() -> None:
     assert core.fort_potential()[0] == 1.0 and core.door_block_status()[0]
 
 
-def test_vault_spots_are_where_a_ramp_locked_in_place_still_lets_a_seeker_in() -> None:
+def test_vault_spots_are_where_a_ramp_locked_in_place_still_lets_a_seeker_in_and_defends_nothing() -> None:
     # Room rows 1-3, cols 1-3, door (3, 4) on its side wall; the hiders locked the ramp ('p').
     rows = ["#########", "#...#...#", "#.H.#...#", "#...D...#", "#####...#",
             "#.......#", "#.......#", "#.......#", "#########"]
@@ -273,7 +273,7 @@ def test_vault_spots_are_where_a_ramp_locked_in_place_still_lets_a_seeker_in() -
         drawn = [list(r) for r in rows]
         drawn[cell[0]][cell[1]], drawn[cell[0] + 1][cell[1]] = "p", "S"  # the seeker south of the ramp
         core = core_from(["".join(r) for r in drawn])
-        assert core.phases()["ramp_defense"][0] == 1.0  # the detector counts either lock
+        assert core.phases()["ramp_defense"][0] == (0.0 if inside else 1.0)  # a lock on a vault spot does not count
         step(core, NOOP, N)  # the seeker climbs the locked ramp...
         step(core, NOOP, N)  # ...and moves on north: over the wall into the room, or onto the floor
         assert tuple(core.agent_pos[0, 1]) == (inside if inside else (cell[0] - 1, cell[1]))

@@ -7,8 +7,8 @@ reward alone). The shaped configuration pays, per episode:
 * the hiders ``fort_potential_bonus`` times each preparation step's rise of the core's
   ``fort_potential`` (boxes nearer the doors; potential-based, so it leaves the optimal
   policy alone),
-* the hiders ``ramp_defense_bonus`` if every ramp is locked or in the room when
-  preparation ends,
+* the hiders ``ramp_defense_bonus`` if every ramp is defended when preparation ends
+  (the core's ``ramps_defended``: in the room, or locked off the vault spots),
 * the seekers ``ramp_use_bonus`` in the step where ``ramp_use`` first happens.
 
 The detectors are the core's own (numpy arrays on the host, tensors on a device), so

@@ -19,7 +19,7 @@ import torch
 from envs.hide_and_seek import layouts as grid
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
 from envs.hide_and_seek.device.core import _CONSTANTS, LayoutBank, TorchHideAndSeekCore
-from envs.hide_and_seek.layouts_v1 import LayoutV1
+from envs.hide_and_seek.layouts_v1 import LayoutV1, vault_spots
 from envs.hide_and_seek.rules import HIDERS, SEEKERS, UNLOCKED
 
 Tensor = torch.Tensor
@@ -27,9 +27,11 @@ Tensor = torch.Tensor
 
 @dataclass
 class LayoutBankV1(LayoutBank):
-    """:class:`LayoutBank` with the ramps after the boxes, plus the hiders' rooms ``(k, size, size)``."""
+    """:class:`LayoutBank` with the ramps after the boxes, plus the hiders' rooms and their
+    :func:`~envs.hide_and_seek.layouts_v1.vault_spots`, each ``(k, size, size)``."""
 
     room: Tensor
+    vault: Tensor
 
     @classmethod
     def from_layouts(cls, layouts: list[LayoutV1], device: str | torch.device) -> LayoutBankV1:
@@ -39,14 +41,16 @@ class LayoutBankV1(LayoutBank):
                   for lay in layouts]
         base = LayoutBank.from_layouts(merged, device)
         room = torch.as_tensor(np.stack([lay.room for lay in layouts]), device=device)
-        return cls(**vars(base), room=room)
+        vault = torch.as_tensor(np.stack([vault_spots(lay.walls, lay.room, lay.doors) for lay in layouts]),
+                                device=device)
+        return cls(**vars(base), room=room, vault=vault)
 
 
 class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
     """Steps ``n_envs`` ``hide_and_seek-v1`` episodes at once on ``device``.
 
     Takes :class:`HideAndSeekV1Core`'s config plus ``device``; extra state
-    tensors (``room``, ``vaulted``, ``seen_steps``, ``ramp_used``) as in the numpy core.
+    tensors (``room``, ``vault``, ``vaulted``, ``seen_steps``, ``ramp_used``) as in the numpy core.
     """
 
     _reference = HideAndSeekV1Core
@@ -60,6 +64,7 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
         self._ramp_pad = torch.as_tensor(np.append(False, self.is_ramp), device=dev)
         self._ramp_ids = torch.as_tensor(np.flatnonzero(self.is_ramp), device=dev)
         self.room = torch.zeros((n, s, s), dtype=torch.bool, device=dev)
+        self.vault = torch.zeros((n, s, s), dtype=torch.bool, device=dev)
         self.vaulted = torch.zeros((n, a), dtype=torch.bool, device=dev)
         self._ground_vis = torch.zeros((n, a, a), dtype=torch.bool, device=dev)
         self._last_vis = self._ground_vis
@@ -90,6 +95,7 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
     def _load_rows(self, rows: Tensor, bank: LayoutBankV1, picks: Tensor) -> None:
         super()._load_rows(rows, bank, picks)
         self.room[rows] = bank.room[picks]
+        self.vault[rows] = bank.vault[picks]
         self.vaulted[rows] = False
         self.seen_steps[rows] = 0
         self.ramp_used[rows] = False
@@ -117,11 +123,12 @@ class TorchHideAndSeekV1Core(TorchHideAndSeekCore):
         return torch.stack([blocked, blocked & (locks == HIDERS).all(1)], 1)
 
     def ramps_defended(self) -> Tensor:
-        """``(n_envs,)``: every ramp is locked by the hiders or inside the room."""
+        """``(n_envs,)``: every ramp is inside the room, or locked by the hiders off the vault spots."""
         if self.n_ramps == 0:
             return torch.zeros(self.n_envs, dtype=torch.bool, device=self.device)
-        inside = self._at(self.room, self.box_pos[:, self._ramp_ids])
-        return (inside | (self.box_lock[:, self._ramp_ids] == HIDERS)).all(1)
+        pos = self.box_pos[:, self._ramp_ids]
+        locked = (self.box_lock[:, self._ramp_ids] == HIDERS) & ~self._at(self.vault, pos)
+        return (self._at(self.room, pos) | locked).all(1)
 
     def phases(self) -> dict[str, Tensor]:
         """Phase detectors (see :meth:`HideAndSeekV1Core.phases`), each ``(n_envs,)`` float64."""
