@@ -19,6 +19,7 @@ import redis.asyncio as aredis
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from arena.api.routes.connected import receive_hello
 from arena.connected.broker import ConnectedBroker
 from arena.connected.gateway import Connection, redis_client
 from arena.connected.lease import ANSWERED, TAKEN_OVER, Lease
@@ -314,6 +315,24 @@ def test_the_readers_idle_wait_honours_a_cancellation(redis_url):
         reader.cancel()  # a reader that read on (the bug) stops here
         await asyncio.gather(reader, return_exceptions=True)
         await client.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_the_hello_wait_honours_a_cancellation():
+    """As the reader's idle wait: a socket's wait for its ``hello`` cancelled in the very turn the
+    hello arrives ends cancelled (``asyncio.wait_for`` on Python 3.11 returned the hello, and the
+    cancelled handler went on to serve the connection)."""
+
+    async def scenario() -> None:
+        socket = _CountsReads()
+        waiting = asyncio.create_task(receive_hello(socket))  # type: ignore[arg-type]
+        await wait_for_async("the wait for the hello", lambda: socket.reads == 1)
+        socket.incoming.put_nowait({"type": "websocket.receive", "bytes": msgpack.packb({"type": "hello"})})
+        waiting.cancel()  # nothing yields to the event loop between the hello and the cancel
+        await asyncio.gather(waiting, return_exceptions=True)
+        assert waiting.cancelled(), "the cancellation was swallowed: the hello was returned"
+        assert socket.incoming.qsize() == 1  # the hello was left unread
 
     asyncio.run(scenario())
 

@@ -137,11 +137,22 @@ async def _refuse(websocket: WebSocket, code: int, detail: str, encoding: str = 
         pass
 
 
+async def receive_hello(websocket: WebSocket) -> dict | None:
+    """The socket's first message, or ``None`` after :data:`HELLO_TIMEOUT_S`. Bounded with
+    ``asyncio.timeout`` as the gateway's waits are (:mod:`arena.connected.gateway`): on Python
+    3.11 ``wait_for`` returned a hello that arrived in the turn of a cancel, and the cancelled
+    handler went on to serve the connection."""
+    try:
+        async with asyncio.timeout(HELLO_TIMEOUT_S):
+            return await websocket.receive()
+    except TimeoutError:
+        return None
+
+
 async def _serve(websocket: WebSocket, services: Services, releases: Releases, slots: ConnectionSlots,
                  address_slot: Slot, agent_id: int) -> None:
-    try:
-        message = await asyncio.wait_for(websocket.receive(), HELLO_TIMEOUT_S)
-    except TimeoutError:
+    message = await receive_hello(websocket)
+    if message is None:
         await _refuse(websocket, CLOSE_PROTOCOL, f"no 'hello' within {HELLO_TIMEOUT_S:.0f}s")
         return
     if message["type"] == "websocket.disconnect":
