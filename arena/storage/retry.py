@@ -67,7 +67,7 @@ def retry(work: Callable[[], T], *, transient: Callable[[BaseException], bool], 
     Raises:
         The error ``give_up`` builds, or a non-transient error unchanged.
     """
-    delay, failures, first = backoff.first_s, 0, 0.0
+    delay, failures, first = backoff.first_s, 0, None
     while True:
         try:
             result = work()
@@ -75,7 +75,7 @@ def retry(work: Callable[[], T], *, transient: Callable[[BaseException], bool], 
             if not transient(error):
                 raise
             now = time.monotonic()
-            first = first or now
+            first = now if first is None else first
             if now + delay - first > timeout_s:
                 raise give_up(error) from None
             if failures % 10 == 0:
