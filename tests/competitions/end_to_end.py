@@ -1,16 +1,19 @@
 """Helpers of the end-to-end competition tests: an arena served live (the API in a thread of the
 test, the background service in a process of its own: :mod:`tests.competitions.service_process`),
-the entries' weights, and bounded polling of a real condition."""
+the entries' weights, and a season held open by its organizer while the test's entries are made
+and validated (:func:`season_held_open`: no test races the wall clock to its deadline)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from sqlalchemy import func, select
 from agents.checkpoint import serialize_weights
 from agents.neural import random_init_checkpoint
 from arena.api import create_app
+from arena.client import ArenaClient
 from arena.client.agents import upload_parts
 from arena.core.settings import Settings
 from arena.storage.db import upgrade
@@ -101,3 +105,61 @@ def service(arena: Arena, hang_after: int | None = None) -> Iterator[subprocess.
             process.kill()
         process.wait(timeout=30)
         log.close()
+
+
+@dataclass
+class HeldSeason:
+    """An open competition held by :func:`season_held_open`."""
+
+    deadline: datetime
+    """Its deadline as the server stores it; after the block, the one to wait for."""
+    extensions: int = 0
+    """How often its organizer extended it."""
+
+
+@contextmanager
+def season_held_open(url: str, token: str, competition_id: int, season_s: float) -> Iterator[HeldSeason]:
+    """Keeps an open competition taking entries while the block runs, however slow the machine.
+
+    Its organizer (``token``) extends the deadline through the API (``PATCH /competitions/{id}``,
+    allowed once open: dates only, later, before the deadline) to ``season_s`` from now whenever
+    fewer than half of that are left. A test then makes and validates its entries inside the block
+    with no race against the deadline, and waits for :attr:`HeldSeason.deadline` after it. The
+    competition must have no ``final_ends_at`` (it would have to move with the deadline).
+
+    Raises:
+        AssertionError: An extension failed (say the deadline passed first: a stall of half a season).
+    """
+    stop = threading.Event()
+    failures: list[BaseException] = []
+    path = f"/competitions/{int(competition_id)}"
+    with ArenaClient(url, token=token) as organizer:
+        held = HeldSeason(datetime.fromisoformat(organizer.competition(competition_id)["deadline"]))
+
+        def hold() -> None:
+            try:
+                while not stop.is_set():
+                    now = datetime.now(UTC)
+                    if held.deadline - now < timedelta(seconds=season_s / 2):
+                        later = (now + timedelta(seconds=season_s)).isoformat()
+                        extended = organizer.request("PATCH", path, json={"deadline": later})
+                        held.deadline = datetime.fromisoformat(extended["deadline"])
+                        held.extensions += 1
+                    stop.wait(0.1)  # the polling period; the block's end sets ``stop``
+            except BaseException as exc:  # noqa: BLE001 - raised in the test's thread at the block's end
+                failures.append(exc)
+
+        holder = threading.Thread(target=hold, name=f"season-{competition_id}-held-open", daemon=True)
+        holder.start()
+        try:
+            yield held
+        except BaseException as exc:
+            if failures:
+                exc.add_note(f"extending competition {competition_id}'s deadline failed: {failures[0]!r}")
+            raise
+        finally:
+            stop.set()
+            holder.join(timeout=60)
+        if failures:
+            raise AssertionError(f"extending competition {competition_id}'s deadline failed") from failures[0]
+        held.deadline = datetime.fromisoformat(organizer.competition(competition_id)["deadline"])

@@ -25,12 +25,13 @@ from arena.storage.db import repositories as repo
 from envs.registry import get_spec
 from league.competitions.certification import FINAL_RATING_ENV
 from tests.client.live import run_cli
-from tests.competitions.end_to_end import ADMIN_TOKEN, ENV, entry, live_arena, post_entry, service
+from tests.competitions.end_to_end import ADMIN_TOKEN, ENV, entry, live_arena, post_entry, season_held_open, service
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 SEASON_S = 15
-"""From creation to the deadline: three submissions and their validation."""
+"""From creation to the deadline, held open (:func:`season_held_open`) while three entries are submitted
+and validated: after them, the season ends at most this long later."""
 HANG_AFTER = 48
 """Final-evaluation matches recorded before the service hangs (three batches of 16)."""
 
@@ -59,16 +60,18 @@ def test_a_service_killed_in_the_final_evaluation_resumes_it_exactly_once(tmp_pa
                 "final_match_budget": 3000}, open_now=True)["id"]
         with service(arena, hang_after=HANG_AFTER) as doomed:
             pool = []
-            for k, name in enumerate(tokens):
-                with ArenaClient(url, token=tokens[name]) as client:
-                    client.create_team(cid, f"team-{name}")
-                sent = post_entry(url, tokens[name], cid, *entry(k + 1, strong=k == 0), f"{name}-entry")
-                assert sent.status_code == 201, sent.text
-                pool.append(sent.json()["agent"]["id"])
-            wait_for("the entries' validation", lambda: all(
-                httpx.get(f"{url}/api/v1/agents/{a}").json()["status"] in ("placement", "rated") for a in pool),
-                timeout_s=SEASON_S + 5)
-            assert datetime.now(UTC) < deadline, f"validating the entries took longer than the {SEASON_S} s season"
+            # The admin extends the deadline while the entries are sent and validated, however slow the machine.
+            with season_held_open(url, ADMIN_TOKEN, cid, SEASON_S) as season:
+                for k, name in enumerate(tokens):
+                    with ArenaClient(url, token=tokens[name]) as client:
+                        client.create_team(cid, f"team-{name}")
+                    sent = post_entry(url, tokens[name], cid, *entry(k + 1, strong=k == 0), f"{name}-entry")
+                    assert sent.status_code == 201, sent.text
+                    pool.append(sent.json()["agent"]["id"])
+                wait_for("the entries' validation", lambda: all(
+                    httpx.get(f"{url}/api/v1/agents/{a}").json()["status"] in ("placement", "rated") for a in pool),
+                    timeout_s=120)
+            assert season.deadline >= deadline  # extended or not, never brought forward
 
             # The service hangs on a queued final batch after HANG_AFTER matches: killed there.
             def hanging():
@@ -79,6 +82,7 @@ def test_a_service_killed_in_the_final_evaluation_resumes_it_exactly_once(tmp_pa
             stored = arena.stored_agents()
             late = post_entry(url, tokens["cat"], cid, *entry(9), "cat-late")
             assert late.status_code == 409 and "deadline of competition" in late.json()["detail"], late.text
+            assert f"passed at {season.deadline.isoformat()}" in late.json()["detail"]  # the extended one
             with ArenaClient(url) as reader:
                 assert arena.stored_agents() == stored and len(reader.entries(cid)["data"]) == 3
             doomed.kill()

@@ -1,8 +1,9 @@
 """A whole competition against a live arena (issue 28 item 10): the API served live, the background
 service in a process of its own, SQLite, the embedded Redis, Chromium.
 
-An admin makes ``olga`` an organizer; she creates a public competition whose season lasts
-:data:`SEASON_S` seconds and a private one (a 404 to a non-member until they join by code).
+An admin makes ``olga`` an organizer; she creates a public competition with a short season
+(:data:`SEASON_S` seconds, extended by her while the teams submit and the season is played, so no
+step races the machine's speed) and a private one (a 404 to a non-member until they join by code).
 Three teams join and submit: one over its daily quota and one after the deadline are refused
 with a 4xx that says why, and nothing is stored. The service validates the entries and rates
 them on the competition's own board; at the deadline it freezes the pool and plays the final
@@ -28,13 +29,14 @@ from arena.ladder.recorder import rebuild_ratings
 from envs.registry import get_spec
 from league.competitions.certification import FINAL_RATING_ENV
 from tests.client.live import run_cli
-from tests.competitions.end_to_end import ADMIN_TOKEN, ENV, entry, live_arena, post_entry, service
+from tests.competitions.end_to_end import ADMIN_TOKEN, ENV, entry, live_arena, post_entry, season_held_open, service
 from tests.waiting import wait_for
 from tests.web.test_browser import TIMEOUT_MS, sync_api  # noqa: F401 - skips without chromium/playwright
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SEASON_S = 30
-"""From creation to the deadline: the teams' submissions, validation and the season board."""
+"""From creation to the deadline, held open (:func:`season_held_open`) while the teams submit and the season
+board is played and shown: after that, the season ends at most this long later."""
 
 
 def _iso(moment: datetime) -> str:
@@ -65,56 +67,59 @@ def _competition(arena, page, clients: dict[str, ArenaClient], tokens: dict[str,
         "env": ENV, "title": "Minute cup", "rules_md": "Beat **random**.", "opens_at": _iso(now - timedelta(minutes=1)),
         "deadline": _iso(deadline), "daily_submissions": 2, "active_entries": 1, "top_k": 2, "final_floor": 6,
         "tie_margin": 0.2, "final_match_budget": 3000, "reference_agents": ["random"]}, open_now=True)["id"]
-    private = olga.create_competition({
-        "env": ENV, "title": "Lab league", "opens_at": _iso(now - timedelta(minutes=1)),
-        "deadline": _iso(now + timedelta(hours=1)), "is_public": False}, open_now=True)
-    assert private["invite_code"]  # shown to its organizer
+    # Its organizer extends the deadline while the teams submit and the season is played and shown,
+    # however slow the machine; then the season ends, at most SEASON_S later.
+    with season_held_open(url, tokens["olga"], cid, SEASON_S) as season:
+        private = olga.create_competition({
+            "env": ENV, "title": "Lab league", "opens_at": _iso(now - timedelta(minutes=1)),
+            "deadline": _iso(now + timedelta(hours=1)), "is_public": False}, open_now=True)
+        assert private["invite_code"]  # shown to its organizer
 
-    # The private competition: a 404 to a non-member (as if it did not exist), visible once joined.
-    eve = httpx.get(f"{url}/api/v1/competitions/{private['id']}", headers={"Authorization": f"Bearer {tokens['eve']}"})
-    assert eve.status_code == 404
-    assert httpx.get(f"{url}/api/v1/competitions/{private['id']}/board").status_code == 404
-    assert [c["id"] for c in clients["eve"].competitions()["data"]] == [cid]
-    clients["ann"].join_competition(private["id"], private["invite_code"])
-    assert clients["ann"].competition(private["id"])["title"] == "Lab league"
+        # The private competition: a 404 to a non-member (as if it did not exist), visible once joined.
+        eve = httpx.get(f"{url}/api/v1/competitions/{private['id']}",
+                        headers={"Authorization": f"Bearer {tokens['eve']}"})
+        assert eve.status_code == 404
+        assert httpx.get(f"{url}/api/v1/competitions/{private['id']}/board").status_code == 404
+        assert [c["id"] for c in clients["eve"].competitions()["data"]] == [cid]
+        clients["ann"].join_competition(private["id"], private["invite_code"])
+        assert clients["ann"].competition(private["id"])["title"] == "Lab league"
 
-    # Three teams; ben submits twice (only his latest is active), then once over the daily quota.
-    for name in ("ann", "ben", "cat"):
-        clients[name].create_team(cid, f"team-{name}")
-    sent = {}
-    for name, seed, strong in (("ann", 1, True), ("ben", 2, False), ("ben", 3, False), ("cat", 4, False)):
-        response = post_entry(url, tokens[name], cid, *entry(seed, strong), f"{name}-{seed}")
-        assert response.status_code == 201, response.text
-        sent[(name, seed)] = response.json()["agent"]["id"]
-    stored = arena.stored_agents()
-    over = post_entry(url, tokens["ben"], cid, *entry(5), "ben-5")
-    assert over.status_code == 429 and "used its 2 submissions of today" in over.json()["detail"], over.text
-    assert int(over.headers["Retry-After"]) > 0
-    assert arena.stored_agents() == stored and clients["ben"].quota(cid)["used_today"] == 2
-    assert datetime.now(UTC) < deadline, f"the submissions took longer than the {SEASON_S} s season"
-    pool = sorted([sent[("ann", 1)], sent[("ben", 3)], sent[("cat", 4)]])
+        # Three teams; ben submits twice (only his latest is active), then once over the daily quota.
+        for name in ("ann", "ben", "cat"):
+            clients[name].create_team(cid, f"team-{name}")
+        sent = {}
+        for name, seed, strong in (("ann", 1, True), ("ben", 2, False), ("ben", 3, False), ("cat", 4, False)):
+            response = post_entry(url, tokens[name], cid, *entry(seed, strong), f"{name}-{seed}")
+            assert response.status_code == 201, response.text
+            sent[(name, seed)] = response.json()["agent"]["id"]
+        stored = arena.stored_agents()
+        over = post_entry(url, tokens["ben"], cid, *entry(5), "ben-5")
+        assert over.status_code == 429 and "used its 2 submissions of today" in over.json()["detail"], over.text
+        assert int(over.headers["Retry-After"]) > 0
+        assert arena.stored_agents() == stored and clients["ben"].quota(cid)["used_today"] == 2
+        pool = sorted([sent[("ann", 1)], sent[("ben", 3)], sent[("cat", 4)]])
 
-    # The season: validated, then rated on the competition's own board beside its reference agent.
-    def season_rated():
-        rows = clients["eve"].competition_board(cid)["data"]
-        return rows if {r["agent_id"] for r in rows if r["games"] > 0} >= set(pool) else None
-    rows = wait_for("the season board to rate the three active entries", season_rated, timeout_s=SEASON_S + 30)
-    assert {r["agent_id"] for r in rows if not r["reference"]} == set(pool)
-    assert [r["name"] for r in rows if r["reference"]] == ["random"]
+        # The season: validated, then rated on the competition's own board beside its reference agent.
+        def season_rated():
+            rows = clients["eve"].competition_board(cid)["data"]
+            return rows if {r["agent_id"] for r in rows if r["games"] > 0} >= set(pool) else None
+        rows = wait_for("the season board to rate the three active entries", season_rated, timeout_s=120)
+        assert {r["agent_id"] for r in rows if not r["reference"]} == set(pool)
+        assert [r["name"] for r in rows if r["reference"]] == ["random"]
 
-    page.goto(f"{url}/competitions/{cid}")
-    countdown = page.locator("#deadline-countdown")
-    if datetime.now(UTC) < deadline - timedelta(seconds=3):  # it says how long is left, and ticks
-        first = countdown.inner_text()
+        page.goto(f"{url}/competitions/{cid}")
+        first = page.locator("#deadline-countdown").inner_text()  # it says how long is left, and ticks
         assert first.startswith("in "), first
         page.wait_for_function("(first) => document.getElementById('deadline-countdown').textContent !== first",
                                arg=first, timeout=TIMEOUT_MS)
-    board = page.locator("#competition-board tbody tr[data-agent]")
-    wait_for("the live board's rows", lambda: board.count() == 4, timeout_s=30)
-    assert {board.nth(i).get_attribute("data-agent") for i in range(4)} == {str(r["agent_id"]) for r in rows}
+        board = page.locator("#competition-board tbody tr[data-agent]")
+        wait_for("the live board's rows", lambda: board.count() == 4, timeout_s=30)
+        assert {board.nth(i).get_attribute("data-agent") for i in range(4)} == {str(r["agent_id"]) for r in rows}
 
     # The deadline: the service freezes the pool; a late submission is refused, nothing stored.
-    wait_for("the deadline to pass", lambda: datetime.now(UTC) >= deadline, timeout_s=SEASON_S + 5, every_s=0.05)
+    assert season.deadline >= deadline  # extended or not, never brought forward
+    wait_for("the deadline to pass", lambda: datetime.now(UTC) >= season.deadline, timeout_s=SEASON_S + 5,
+             every_s=0.05)
     stored = arena.stored_agents()
     late = post_entry(url, tokens["cat"], cid, *entry(6), "cat-6")
     # The final evaluation may be over already (a few hundred quick games): then it says so instead.
