@@ -91,6 +91,8 @@ in its socket's buffers. A client that stops reading fills them; past this it is
 unresponsive (:data:`~arena.connected.protocol.CLOSE_IDLE`) and its connection released."""
 BLOCK_S = 1.0
 """How long the pump and the events task block in Redis at a time."""
+EVENTS_AT_ONCE = 1000
+"""Most results the events task takes from Redis in one round trip (the list keeps 1,000)."""
 MAX_OUTSTANDING = 64
 """Requests sent to one client and not yet answered; the pump waits beyond this."""
 MAX_ERRORS = 20
@@ -326,7 +328,11 @@ class Connection:
                 await self.send(msgpack.unpackb(envelope["frame"], raw=False))
 
     async def _events(self) -> None:
-        """Results of finished matches, and the word that a newer connection took over."""
+        """Results of finished matches, and the word that a newer connection took over.
+
+        A batch's results come together (one per match: 256 at once from a ladder batch), so
+        the rest of a burst is taken in one more round trip, and a msgpack client gets each
+        result as the engine packed it (no decoding and encoding again)."""
         control, events = self.lease.control, self.keys.connected_events(self.agent_id)
         while not self.closing:
             got = await self.client.blpop([control, events], timeout=BLOCK_S)
@@ -336,7 +342,12 @@ class Connection:
             if key.decode() == control:
                 await self._taken_over()
                 return
-            await self.send(msgpack.unpackb(raw, raw=False))
+            burst = [raw, *(await self.client.lpop(events, EVENTS_AT_ONCE) or [])]
+            for raw in burst:
+                if self.encoding == "msgpack":
+                    await self._write(raw)
+                else:
+                    await self.send(msgpack.unpackb(raw, raw=False))
 
     async def _forget_expired(self) -> None:
         now = time.time()

@@ -1,0 +1,81 @@
+"""The gateway's events task forwards a batch's results in bursts: the rest of a burst in one
+more Redis round trip (not one BLPOP per result), a msgpack client's results as the engine
+packed them, in order, none lost or repeated."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+import msgpack
+import pytest
+import redis
+import redis.asyncio as aredis
+
+from arena.connected.broker import ConnectedBroker
+from arena.connected.gateway import Connection, redis_client
+from arena.connected.protocol import encode
+from arena.snapshots.keys import RedisKeys
+from tests.connected.test_gateway_races import _FakeSocket
+from tests.waiting import wait_for_async
+
+AGENT = 11
+
+
+class _CountsCalls:
+    """A Redis client that counts the events task's reads of the agent's results."""
+
+    def __init__(self, client: aredis.Redis) -> None:
+        self._client = client
+        self.blpops = self.lpops = 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._client, name)
+
+    async def blpop(self, keys, timeout):
+        self.blpops += 1
+        return await self._client.blpop(keys, timeout=timeout)
+
+    async def lpop(self, name, count=None):
+        self.lpops += 1
+        return await self._client.lpop(name, count)
+
+
+def _results(n: int) -> list[dict]:
+    return [{"type": "result", "match": f"m{i}", "seats": [i % 2], "winner": i % 3 - 1 if i % 3 else None,
+             "scores": [1.0, -1.0], "termination": "normal", "forfeit_seat": None, "detail": ""} for i in range(n)]
+
+
+@pytest.mark.parametrize("encoding", ["msgpack", "json"])
+def test_a_batchs_results_reach_the_client_in_order_in_two_round_trips(redis_url, encoding):
+    """300 results published at once (a batch's): the client gets all 300, in order, each frame
+    what the protocol's ``encode`` writes for it; the events task read them with one BLPOP and one
+    LPOP (one BLPOP per result before)."""
+    keys = RedisKeys(f"res-{uuid.uuid4().hex[:8]}")
+    broker = ConnectedBroker(redis.Redis.from_url(redis_url), keys)
+    messages = _results(300)
+
+    async def scenario() -> None:
+        client = _CountsCalls(redis_client(redis_url))
+        socket = _FakeSocket()
+        connection = Connection(socket, client, keys, AGENT, encoding)  # type: ignore[arg-type]
+        run = asyncio.create_task(connection.run({"type": "welcome"}))
+        await wait_for_async("the connection to come online", lambda: broker.presence(AGENT) is not None)
+        await wait_for_async("the welcome", lambda: len(socket.sent) == 1)
+        blpops = client.blpops
+        broker.publish_results(AGENT, messages)
+        await wait_for_async("every result", lambda: len(socket.sent) == 1 + len(messages))
+        assert socket.sent[1:] == [encode(m, encoding) for m in messages]
+        if encoding == "json":
+            assert [json.loads(f)["match"] for f in socket.sent[1:]] == [m["match"] for m in messages]
+        else:
+            assert [msgpack.unpackb(f)["match"] for f in socket.sent[1:]] == [m["match"] for m in messages]
+        assert client.lpops == 1
+        assert client.blpops - blpops <= 2  # the one that took the first result, and the idle one after
+        await socket.close()
+        await asyncio.wait({run}, timeout=30)  # a hang guard
+        assert run.done()
+        await client.aclose()
+
+    asyncio.run(scenario())
