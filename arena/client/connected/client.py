@@ -103,13 +103,17 @@ class AgentClient:
         text: Ask for text renderings of the observations (``request["text"]``).
         on_progress: Called after every request and result.
         max_backoff_s: Longest wait between reconnects.
+        compression: ``"deflate"`` to ask for compressed frames (permessage-deflate: a request's
+            observations shrink about tenfold, for a slow link), or ``None`` (the default): on a
+            fast link compressing every frame costs the server and the client more time than
+            the bytes it saves (benchmarks/connected.py).
     """
 
     def __init__(self, server: str, token: str, agent_id: int, act: RowAct | BatchAct | None = None, *,
                  batched: bool = False, request_act: Callable[[dict], list] | None = None,
                  encoding: str = "msgpack", text: bool = False,
                  on_progress: Callable[[Progress], None] | None = None, max_backoff_s: float = 30.0,
-                 max_matches: int | None = None) -> None:
+                 max_matches: int | None = None, compression: str | None = None) -> None:
         if (act is None) == (request_act is None):
             raise ValueError("give exactly one of act and request_act")
         base = server.rstrip("/")
@@ -118,7 +122,7 @@ class AgentClient:
         self.token, self.agent_id = token, agent_id
         self.act, self.request_act = act, request_act
         self.batched = batched or bool(getattr(act, "arena_batched", False))  # @arena.client.connected.batched
-        self.encoding, self.text = encoding, text
+        self.encoding, self.text, self.compression = encoding, text, compression
         self.on_progress = on_progress
         self.max_backoff_s = max_backoff_s
         self.max_matches = max_matches
@@ -166,7 +170,7 @@ class AgentClient:
 
     def _session(self) -> None:
         with connect(self.url, max_size=256 * 1024 * 1024, open_timeout=10, close_timeout=2,
-                     additional_headers={"Authorization": f"Bearer {self.token}"}) as ws:
+                     compression=self.compression, additional_headers={"Authorization": f"Bearer {self.token}"}) as ws:
             self._send(ws, {"type": "hello", "protocol": PROTOCOL_VERSION, "encoding": self.encoding,
                             "text": self.text})
             try:
@@ -245,6 +249,10 @@ class AgentClient:
 
 
 def _clean(actions: Any, k: int) -> list[int | None]:
+    if isinstance(actions, np.ndarray) and actions.dtype.kind in "iu":  # a batched act's usual answer
+        if actions.size != k:
+            raise ValueError(f"act returned {actions.size} actions for {k} rows")
+        return actions.reshape(-1).tolist()
     values = np.asarray(actions, dtype=object).reshape(-1).tolist()
     if len(values) != k:
         raise ValueError(f"act returned {len(values)} actions for {k} rows")
