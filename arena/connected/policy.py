@@ -110,9 +110,11 @@ class ConnectedPolicy:
         it. The engine asks the other policies of the ply in between, so the round trip
         overlaps their work."""
         k = len(mask)
+        seeds, overage = rng.seeds.tolist(), self.clock.overage_s
         with self._lock:
-            matches = [self._match_of.get(int(s), f"seed:{int(s)}") for s in rng.seeds]
-            banks = np.array([self._bank.get(m, self.clock.overage_s) for m in matches], dtype=np.float64)
+            match_of, bank = self._match_of, self._bank
+            matches = [match_of.get(s, f"seed:{s}") for s in seeds]
+            banks = np.array([bank.get(m, overage) for m in matches], dtype=np.float64)
         presence = self._await_presence()
         if presence is None:
             gone = _all(k, DISCONNECTED, f"{self.agent_id} is not connected")
@@ -139,12 +141,13 @@ class ConnectedPolicy:
         """Wait for the answer to ``request_id``, charge the banks, judge every row."""
         k = len(mask)
         reply, why = self._wait(request_id, sent, deadline)
-        overrun = max(0.0, time.monotonic() - sent - budget)
-        banks -= overrun
-        with self._lock:
-            for m, left in zip(matches, banks.tolist()):
-                if m in self._bank:
-                    self._bank[m] = left
+        overrun = time.monotonic() - sent - budget
+        if overrun > 0:  # within the budget the banks stay as they are
+            banks -= overrun
+            with self._lock:
+                for m, left in zip(matches, banks.tolist()):
+                    if m in self._bank:
+                        self._bank[m] = left
         if reply is None:
             code = DISCONNECTED if why == "disconnected" else TIMEOUT
             text = ("dropped its connection" if code == DISCONNECTED
@@ -213,7 +216,10 @@ def _judge(actions: object, mask: np.ndarray, banks: np.ndarray, agent_id: str) 
     k, num_actions = mask.shape
     if not isinstance(actions, list) or len(actions) != k:
         return _all(k, INVALID, f"{agent_id} answered {type(actions).__name__}, not {k} actions")
-    given = np.array([a if isinstance(a, int) else -(2**40) for a in actions], dtype=np.int64)
+    given = np.array(actions)  # all integers (the common case): one conversion, no loop
+    if given.dtype.kind not in "iub" or given.shape != (k,):
+        given = np.array([a if isinstance(a, int) else -(2**40) for a in actions], dtype=np.int64)
+    given = given.astype(np.int64, copy=False)
     codes = np.zeros(k, dtype=np.int8)
     codes[given == -(2**40)] = INVALID
     in_range = (given >= 0) & (given < num_actions)
