@@ -88,7 +88,8 @@ the nearest door to the ramp: mean, median, p90, max, ``hist``), ``alone_steps``
 fewest steps of one hider doing a task alone), ``prep_sweep`` / ``prep_for_0_9`` (per
 level, the ``both`` rate with longer preparations until it reaches 0.9, v1's defaults
 unchanged), ``mismatches`` (plans the planner's model and the core disagree on: 0),
-``capped`` (searches that gave up), ``wall_s``. With today's detector (the ramp off the
+``capped`` (searches that gave up at ``max_states``, ``--max-states``: 20,000, the smoke's
+2,000; a capped task counts as not done), ``wall_s``. With today's detector (the ramp off the
 vault spots), ``--layouts 200``, 35 minutes on a shared core: fort, ramp defense and both
 1.000 at the detectors' level; sealed 0.995 / 0.945 / 0.735 (each part fits alone in
 0.940), 0.830 with 22 preparation steps and 0.905 with 24; 0 mismatches, 62 searches
@@ -248,14 +249,16 @@ def core_speed(n_envs: int = 128, seconds: float = 10.0, seed: int = 0) -> dict:
             "core_speedup": round(fast / baseline, 2), "core_batch": n_envs, "core_cpu": cpu}
 
 
-def scripted(layouts: int, seed: int, smoke: bool = False) -> dict:
+def scripted(layouts: int, seed: int, smoke: bool = False, max_states: int = 20_000) -> dict:
     """The ``--scripted`` run: planned teams on standard layouts (see the module docstring);
-    ``smoke``: the preparation sweep stops two steps on (it plans again every layout still missed)."""
+    ``max_states``: each search's cap (a capped search counts its task as not done, so the
+    rates are lower bounds; ``capped`` says how many); ``smoke``: the preparation sweep stops
+    two steps on (it plans again every layout still missed)."""
     from agents.hide_and_seek.feasibility import LEVELS, feasibility, preparation_needed
 
     start = time.perf_counter()
     seeds = list(range(seed, seed + layouts))
-    res = feasibility(seeds)
+    res = feasibility(seeds, max_states=max_states)
     reports = res.pop("reports")
     print(f"hide_and_seek-v1 standard layouts: {layouts} (seeds {seeds[0]}..{seeds[-1]}), {res['max_steps']} steps, "
           f"{res['prep_steps']} of preparation; planned teams played in the core")
@@ -277,10 +280,10 @@ def scripted(layouts: int, seed: int, smoke: bool = False) -> dict:
     sweep = {}
     for level in LEVELS:
         sweep[level] = preparation_needed(reports, level, start=res["prep_steps"],
-                                          stop=res["prep_steps"] + (2 if smoke else 20))
+                                          stop=res["prep_steps"] + (2 if smoke else 20), max_states=max_states)
         print(f"{level} both rate by preparation steps: " + ", ".join(f"{p}: {r:.3f}" for p, r in sweep[level].items()))
     reached = {lv: next((p for p, r in s.items() if r >= 0.9), None) for lv, s in sweep.items()}
-    result = {"env": "hide_and_seek-v1", "layouts": layouts, "steps": res["max_steps"], **res,
+    result = {"env": "hide_and_seek-v1", "layouts": layouts, "steps": res["max_steps"], "max_states": max_states, **res,
               "prep_sweep": {lv: {str(p): r for p, r in s.items()} for lv, s in sweep.items()},
               "prep_for_0_9": reached, "wall_s": round(time.perf_counter() - start, 1)}
     del result["max_steps"]
@@ -470,12 +473,15 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--scripted", action="store_true",
                    help="no training: planned hider teams measure whether fort and ramp defense fit in preparation")
     p.add_argument("--layouts", type=int, default=1000, help="--scripted: standard layouts (seeds from --seed)")
+    p.add_argument("--max-states", type=int, default=None,
+                   help="--scripted: states one search may visit before it gives up (default 20,000; --smoke 2,000)")
     p.add_argument("--core-only", action="store_true",
                    help="no training: only the v1 cores' speed (compiled against numpy, one CPU)")
     p.add_argument("--core-seconds", type=float, default=10.0, help="timed seconds of each core (default 10)")
     args = p.parse_args(argv)
     if args.scripted:
-        return scripted(6 if args.smoke else args.layouts, args.seed, args.smoke)
+        max_states = args.max_states or (2_000 if args.smoke else 20_000)
+        return scripted(6 if args.smoke else args.layouts, args.seed, args.smoke, max_states)
     core = core_speed(seconds=0.3 if args.smoke else args.core_seconds, seed=args.seed)
     if args.core_only:
         print(json.dumps(core))

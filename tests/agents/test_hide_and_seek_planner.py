@@ -175,5 +175,5 @@ def test_the_scripted_benchmark_prints_its_json_keys_last() -> None:
                          timeout=300, check=True)
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert {"env", "layouts", "steps", "prep_steps", "fort_rate", "ramp_defense_rate", "both_rate", "bound_both_rate",
-            "sealed_both_rate", "ramp_from_door", "prep_for_0_9", "mismatches"} <= set(result)
+            "sealed_both_rate", "ramp_from_door", "prep_for_0_9", "mismatches", "capped", "max_states"} <= set(result)
     assert result["env"] == "hide_and_seek-v1" and result["layouts"] == 6 and result["mismatches"] == 0
