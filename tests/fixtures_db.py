@@ -6,7 +6,8 @@ of ``__all__``: ``db_url`` looks ``postgres_database_url`` up by name), or list
 
 * ``db_url`` - an EMPTY database private to one test: a fresh SQLite file, or a fresh
   PostgreSQL schema (selected through ``search_path`` in the URL's ``options``).
-* ``migrated_db_url`` - the same, upgraded to the latest migration.
+* ``migrated_db_url`` - the same, upgraded to the latest migration (on SQLite: a copy of
+  ``migrated_sqlite_file``, a file migrated once per pytest process).
 * ``db_engine`` / ``db_session`` - an engine / a session on ``migrated_db_url``.
 
 PostgreSQL: the server at ``ARENA_TEST_POSTGRES_URL`` (default: the ``postgres`` then
@@ -20,8 +21,10 @@ skipped, with the connection error as the reason, only if no server answers.
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, make_url
@@ -32,6 +35,7 @@ __all__ = [
     "db_session",
     "db_url",
     "migrated_db_url",
+    "migrated_sqlite_file",
     "postgres_database_url",
 ]
 
@@ -106,12 +110,29 @@ def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         yield from _postgres_schema_url(request)
 
 
-@pytest.fixture
-def migrated_db_url(db_url: str) -> str:
-    """``db_url`` upgraded to the latest migration."""
+@pytest.fixture(scope="session")
+def migrated_sqlite_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file upgraded to the latest migration, once per pytest process (xdist worker)."""
     from arena.storage.db import upgrade
 
-    upgrade(db_url)
+    path = tmp_path_factory.mktemp("db-migrated") / "arena.sqlite3"
+    upgrade(f"sqlite+pysqlite:///{path}")
+    # Its engine is disposed: the WAL is checkpointed into the file and removed.
+    assert [p.name for p in path.parent.iterdir()] == [path.name], list(path.parent.iterdir())
+    return path
+
+
+@pytest.fixture
+def migrated_db_url(db_url: str, migrated_sqlite_file: Path) -> str:
+    """``db_url`` upgraded to the latest migration. A SQLite file is a copy of one migrated once
+    per session (the same bytes ``upgrade`` writes, without replaying the migrations per test)."""
+    from arena.storage.db import upgrade
+
+    url = make_url(db_url)
+    if url.get_backend_name() == "sqlite":
+        shutil.copyfile(migrated_sqlite_file, url.database)
+    else:
+        upgrade(db_url)
     return db_url
 
 
