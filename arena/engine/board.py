@@ -9,6 +9,12 @@ matches and the second in others, so in step it would move at every tick: a roun
 per ply. Its matches as the second seat start one tick late instead, so its moves in all
 its matches fall on the same ticks: one round trip every other tick, half as many. Each
 row draws from its own match's random stream, so this changes no match.
+
+At those ticks the engine waits out the round trip with nothing else to do. Splitting the
+batch into two lanes ticking half a cycle apart (one lane's opponents played while the other
+lane's request is on the wire) was measured and lost (issue 29, docs/connected.md): twice the
+requests at half the rows each, and every policy called twice as often, cost the engine, the
+API process and the client more CPU than the overlap saved on a 2-core machine.
 """
 
 from __future__ import annotations
