@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
@@ -20,6 +21,13 @@ TABLES = {
     "competition_team_members", "competition_entries", "competition_references", "board_ratings",
     "tournaments",
 }
+
+
+@pytest.fixture
+def migrated_db_url(db_url: str) -> str:
+    """``db_url`` migrated by ``upgrade`` itself (the suite's fixture copies or replays a migration)."""
+    upgrade(db_url)
+    return db_url
 
 
 def _tables(url: str) -> set[str]:
