@@ -15,6 +15,7 @@ controls) by calling the JSON API under ``/api/v1``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -120,8 +121,12 @@ SessionDep = Annotated[Session, Depends(db_session)]
 LeagueIdPath = Annotated[int, PathParam(ge=1, le=MAX_ID, description="League id.")]
 
 
+@cache
 def web_router() -> APIRouter:
-    """The pages and the ``/static`` files (the JSON they call is :func:`arena.api.routes.api_router`'s)."""
+    """The pages and the ``/static`` files (the JSON they call is :func:`arena.api.routes.api_router`'s).
+
+    Built once per process, as ``api_router``, and included by every app made in it (each test makes
+    one): the pages find their database in ``request.app``, and the apps share the compiled templates."""
     router = APIRouter()
     templates = make_templates()
     router.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
