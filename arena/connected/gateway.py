@@ -74,10 +74,12 @@ from arena.connected.protocol import (
     CLOSE_PROTOCOL,
     CLOSE_TAKEN_OVER,
     CLOSE_TOO_MANY,
+    RESULTS_PER_FRAME,
     ProtocolError,
     decode_frame,
     encode,
     parse_answer,
+    results_frame,
 )
 from arena.connected.slots import ConnectionSlots, Slot
 from arena.snapshots.keys import RedisKeys
@@ -190,6 +192,7 @@ class Connection:
         agent_id: The agent it plays for.
         encoding: How to write to it (``msgpack`` or ``json``).
         text: It asked for text renderings (read by the engine from the presence).
+        batch_results: It asked for results that finish together in one ``results`` frame.
         slots: Its sockets' slots (per user, per address), renewed by its heartbeat.
         limits: Where the slots are counted.
         idle_s: A client that sends nothing (not even a ``ping``) for this long is disconnected
@@ -203,6 +206,7 @@ class Connection:
     agent_id: int
     encoding: str
     text: bool = False
+    batch_results: bool = False
     slots: list[Slot] = field(default_factory=list)
     limits: ConnectionSlots | None = None
     idle_s: float = 60.0
@@ -332,7 +336,8 @@ class Connection:
 
         A batch's results come together (one per match: 256 at once from a ladder batch), so
         the rest of a burst is taken in one more round trip, and a msgpack client gets each
-        result as the engine packed it (no decoding and encoding again)."""
+        result as the engine packed it (no decoding and encoding again), in one frame for
+        many where it asked for ``batch_results``."""
         control, events = self.lease.control, self.keys.connected_events(self.agent_id)
         while not self.closing:
             got = await self.client.blpop([control, events], timeout=BLOCK_S)
@@ -342,12 +347,25 @@ class Connection:
             if key.decode() == control:
                 await self._taken_over()
                 return
-            burst = [raw, *(await self.client.lpop(events, EVENTS_AT_ONCE) or [])]
+            await self._deliver([raw, *(await self.client.lpop(events, EVENTS_AT_ONCE) or [])])
+
+    async def _deliver(self, burst: list[bytes]) -> None:
+        """A burst of results (each msgpack, as the engine packed it): a frame each, or, to a
+        client that asked for ``batch_results``, ``results`` frames of up to
+        :data:`RESULTS_PER_FRAME`."""
+        if not self.batch_results:
             for raw in burst:
                 if self.encoding == "msgpack":
                     await self._write(raw)
                 else:
                     await self.send(msgpack.unpackb(raw, raw=False))
+            return
+        for i in range(0, len(burst), RESULTS_PER_FRAME):
+            chunk = burst[i:i + RESULTS_PER_FRAME]
+            if self.encoding == "msgpack":
+                await self._write(results_frame(chunk))
+            else:
+                await self.send({"type": "results", "results": [msgpack.unpackb(r, raw=False) for r in chunk]})
 
     async def _forget_expired(self) -> None:
         now = time.time()

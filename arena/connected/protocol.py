@@ -6,10 +6,12 @@ msgpack, text frames JSON; a client picks one in its ``hello`` and the server an
 in the same (JSON carries arrays as nested lists, msgpack as raw little-endian
 buffers). docs/connected.md describes every message for client authors.
 
-Client -> server: ``hello`` (first frame: protocol, token, encoding, text), ``answer``
-(one action per row of a request), ``ping``.
+Client -> server: ``hello`` (first frame: protocol, token, encoding, text, batch_results),
+``answer`` (one action per row of a request), ``ping``.
 Server -> client: ``welcome``, ``request`` (a decision batch with its deadline),
-``result`` (a finished match), ``pong``, ``error`` (then, when fatal, a close code).
+``result`` (a finished match), ``results`` (several finished matches in one frame, to a
+client whose ``hello`` asked for ``batch_results``), ``pong``, ``error`` (then, when fatal,
+a close code).
 
 Everything that arrives is checked here before anything acts on it: frame size,
 type, field types, and that an answer matches its request row for row.
@@ -42,6 +44,9 @@ CLOSE_IDLE = 4408
 CLOSE_TOO_BIG = 1009
 
 ENCODINGS = ("msgpack", "json")
+RESULTS_PER_FRAME = 256
+"""Most results in one ``results`` frame (a ladder batch's, at the service's batch of 1,024
+matches, comes in four)."""
 
 
 class ProtocolError(ValueError):
@@ -57,12 +62,15 @@ class Hello:
         token: API token (absent when sent as ``Authorization: Bearer``).
         encoding: ``msgpack`` or ``json``: how the server writes to this client.
         text: Add a text rendering of every observation to requests.
+        batch_results: Results that finish together come in one ``results`` frame (at most
+            :data:`RESULTS_PER_FRAME`) instead of a ``result`` frame each.
     """
 
     protocol: int
     token: str | None
     encoding: str
     text: bool
+    batch_results: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,7 +141,23 @@ def parse_hello(message: dict[str, Any]) -> Hello:
     text = message.get("text", False)
     if not isinstance(text, bool):
         raise ProtocolError("'text' must be true or false")
-    return Hello(protocol, token, encoding, text)
+    batch_results = message.get("batch_results", False)
+    if not isinstance(batch_results, bool):
+        raise ProtocolError("'batch_results' must be true or false")
+    return Hello(protocol, token, encoding, text, batch_results)
+
+
+def results_frame(packed: list[bytes]) -> bytes:
+    """The msgpack ``results`` frame of results each already packed as msgpack (as the engine
+    publishes them): the map is written around them, not decoded and encoded again."""
+    return (b"\x82" + msgpack.packb("type") + msgpack.packb("results") + msgpack.packb("results")
+            + _array_header(len(packed)) + b"".join(packed))
+
+
+def _array_header(n: int) -> bytes:
+    if n < 16:
+        return bytes([0x90 | n])
+    return b"\xdc" + n.to_bytes(2, "big") if n < 1 << 16 else b"\xdd" + n.to_bytes(4, "big")
 
 
 def parse_answer(message: dict[str, Any], rows: int) -> Answer:

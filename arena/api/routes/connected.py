@@ -184,13 +184,15 @@ async def _serve(websocket: WebSocket, services: Services, releases: Releases, s
         team = next((t for t, role in enumerate(spec.roles) if agent.plays(role)), 0)
         welcome = {
             "type": "welcome", "protocol": PROTOCOL_VERSION, "encoding": hello.encoding,
+            "batch_results": hello.batch_results,
             "agent": {"id": agent.id, "key": agent.key, "name": agent.name, "kind": agent.kind, "role": agent.role},
             "env": agent.env_id, "num_actions": spec.num_actions, "seat_team": list(spec.seat_team),
             "obs_shape": list(spec.obs_shapes[spec.teams[team][0]]),
             "time_control": time_control(agent.env_id, human=agent.kind == "human").to_json(),
         }
         connection = Connection(websocket, slots.client, services.pool.keys, agent.id, hello.encoding,
-                                text=hello.text, slots=[address_slot, user_slot], limits=slots,
+                                text=hello.text, batch_results=hello.batch_results,
+                                slots=[address_slot, user_slot], limits=slots,
                                 idle_s=services.settings.connected_idle_s, releases=releases)
         log.info("agent %d connected", agent.id, extra={"agent_id": agent.id, "user": principal.name})
         await connection.run(welcome)

@@ -172,7 +172,7 @@ class AgentClient:
         with connect(self.url, max_size=256 * 1024 * 1024, open_timeout=10, close_timeout=2,
                      compression=self.compression, additional_headers={"Authorization": f"Bearer {self.token}"}) as ws:
             self._send(ws, {"type": "hello", "protocol": PROTOCOL_VERSION, "encoding": self.encoding,
-                            "text": self.text})
+                            "text": self.text, "batch_results": True})
             try:
                 first = self._decode(ws.recv(timeout=15))
             except ConnectionClosed as exc:
@@ -205,6 +205,9 @@ class AgentClient:
                     self.progress.rows += len(message["matches"])
                 elif kind == "result":
                     self.progress.record(message, self._team_of)
+                elif kind == "results":  # several that finished together (the hello asked for them so)
+                    for result in message["results"]:
+                        self.progress.record(result, self._team_of)
                 elif kind == "error":
                     self.progress.last_error = message.get("detail", "")
                     log.warning("server: %s", self.progress.last_error)
