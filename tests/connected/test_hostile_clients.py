@@ -60,8 +60,12 @@ def serve(ws, answer, stop: threading.Event) -> threading.Thread:
                 return
             if message["type"] == "request":
                 frame = answer(message)
-                if frame is not None:
+                if frame is None:
+                    continue
+                try:
                     ws.send(frame)
+                except ConnectionClosed:  # the test closed the socket while a slow answer was made
+                    return
 
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
