@@ -16,7 +16,7 @@ import redis.asyncio as aredis
 
 from arena.connected.broker import ConnectedBroker
 from arena.connected.gateway import Connection, redis_client
-from arena.connected.protocol import RESULTS_PER_FRAME, ProtocolError, decode_frame, encode, parse_hello
+from arena.connected.protocol import RESULTS_PER_FRAME, ProtocolError, decode_frame, encode, parse_hello, results_frame
 from arena.snapshots.keys import RedisKeys
 from tests.connected.test_gateway_races import _FakeSocket
 from tests.waiting import wait_for_async
@@ -118,3 +118,9 @@ def test_batch_results_is_asked_for_in_the_hello_as_a_boolean():
     assert parse_hello({**hello, "batch_results": True}).batch_results is True
     with pytest.raises(ProtocolError, match="'batch_results' must be true or false"):
         parse_hello({**hello, "batch_results": "yes"})
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 300, 70_000])  # msgpack's fixarray, array 16 and array 32 headers
+def test_results_frame_is_the_msgpack_of_the_results_message(n):
+    results = _results(n)
+    assert results_frame([msgpack.packb(r) for r in results]) == msgpack.packb({"type": "results", "results": results})
