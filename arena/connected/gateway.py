@@ -326,10 +326,7 @@ class Connection:
                 await self.lease.drop([raw])  # its engine stopped waiting
                 continue
             self.sent[envelope["id"]] = _Sent(raw, int(envelope["rows"]), float(envelope["expires"]))
-            if self.encoding == "msgpack":
-                await self._write(envelope["frame"])
-            else:
-                await self.send(msgpack.unpackb(envelope["frame"], raw=False))
+            await self._forward(envelope["frame"])
 
     async def _events(self) -> None:
         """Results of finished matches, and the word that a newer connection took over.
@@ -355,17 +352,18 @@ class Connection:
         :data:`RESULTS_PER_FRAME`."""
         if not self.batch_results:
             for raw in burst:
-                if self.encoding == "msgpack":
-                    await self._write(raw)
-                else:
-                    await self.send(msgpack.unpackb(raw, raw=False))
+                await self._forward(raw)
             return
         for i in range(0, len(burst), RESULTS_PER_FRAME):
-            chunk = burst[i:i + RESULTS_PER_FRAME]
-            if self.encoding == "msgpack":
-                await self._write(results_frame(chunk))
-            else:
-                await self.send({"type": "results", "results": [msgpack.unpackb(r, raw=False) for r in chunk]})
+            await self._forward(results_frame(burst[i:i + RESULTS_PER_FRAME]))
+
+    async def _forward(self, packed: bytes) -> None:
+        """A message the engine packed as msgpack: as it is to a msgpack client, decoded and
+        written as JSON to a JSON one."""
+        if self.encoding == "msgpack":
+            await self._write(packed)
+        else:
+            await self.send(msgpack.unpackb(packed, raw=False))
 
     async def _forget_expired(self) -> None:
         now = time.time()

@@ -147,17 +147,14 @@ def parse_hello(message: dict[str, Any]) -> Hello:
     return Hello(protocol, token, encoding, text, batch_results)
 
 
+_RESULTS_HEAD = msgpack.Packer().pack_map_header(2) + b"".join(map(msgpack.packb, ("type", "results", "results")))
+"""``{"type": "results", "results": `` in msgpack, up to the array's header."""
+
+
 def results_frame(packed: list[bytes]) -> bytes:
     """The msgpack ``results`` frame of results each already packed as msgpack (as the engine
     publishes them): the map is written around them, not decoded and encoded again."""
-    return (b"\x82" + msgpack.packb("type") + msgpack.packb("results") + msgpack.packb("results")
-            + _array_header(len(packed)) + b"".join(packed))
-
-
-def _array_header(n: int) -> bytes:
-    if n < 16:
-        return bytes([0x90 | n])
-    return b"\xdc" + n.to_bytes(2, "big") if n < 1 << 16 else b"\xdd" + n.to_bytes(4, "big")
+    return _RESULTS_HEAD + msgpack.Packer().pack_array_header(len(packed)) + b"".join(packed)
 
 
 def parse_answer(message: dict[str, Any], rows: int) -> Answer:
