@@ -568,4 +568,7 @@ def report(args, seeded, sql, lat, errors, solo, floor) -> None:
 
 
 if __name__ == "__main__":
+    from benchmarks.support.signals import unwind_on_sigterm
+
+    unwind_on_sigterm()  # a SIGTERM cleans up as a Ctrl-C does: no server or client left running
     main()

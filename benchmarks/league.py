@@ -229,4 +229,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from benchmarks.support.signals import unwind_on_sigterm
+
+    unwind_on_sigterm()  # a SIGTERM cleans up as a Ctrl-C does: no server or client left running
     main()

@@ -1,0 +1,27 @@
+"""A benchmark stopped with SIGTERM cleans up as a Ctrl-C does.
+
+Python's default SIGTERM ends the process at once: no ``finally`` block and no ``with`` exit
+runs, so a benchmark that started an API process, an embedded Valkey, clients or a Ray
+cluster left them running. :func:`unwind_on_sigterm` turns the first SIGTERM into
+``SystemExit(143)`` raised in the main thread, which unwinds through the script's cleanup
+like ``KeyboardInterrupt``; a second SIGTERM (cleanup that hangs) ends the process at once.
+"""
+
+from __future__ import annotations
+
+import signal
+from types import FrameType
+
+EXIT_SIGTERM = 128 + signal.SIGTERM
+"""The exit status of a run stopped by SIGTERM, as a shell reports a process killed by it."""
+
+
+def _unwind(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM is not caught
+    raise SystemExit(EXIT_SIGTERM)
+
+
+def unwind_on_sigterm() -> None:
+    """Make SIGTERM unwind the main thread (``finally`` blocks and ``with`` exits run).
+    Call it first in a benchmark's ``main()``, from the main thread."""
+    signal.signal(signal.SIGTERM, _unwind)
