@@ -86,6 +86,25 @@ def test_downgrade_to_base_then_upgrade_again(migrated_db_url):
     assert _tables(migrated_db_url) == TABLES | {"alembic_version"}
 
 
+def test_upgrade_at_head_only_reads_the_revision(migrated_db_url, monkeypatch):
+    """Every service start calls upgrade(): at head it asks the database its revision and
+    leaves Alembic's scripts unloaded; one revision behind, Alembic still runs."""
+    from arena.storage.db import migrate
+
+    ran = []
+    real = migrate.command.upgrade
+    monkeypatch.setattr(migrate.command, "upgrade", lambda config, revision: ran.append(revision) or
+                        real(config, revision))
+    upgrade(migrated_db_url)
+    assert ran == []
+
+    previous = migrate.ScriptDirectory.from_config(migrate.alembic_config()).get_revision(head_revision()).down_revision
+    downgrade(migrated_db_url, previous)
+    upgrade(migrated_db_url)
+    assert ran == ["head"]
+    assert current_revision(migrated_db_url) == head_revision()
+
+
 def test_concurrent_upgrades_migrate_once(db_url):
     # Every service process calls upgrade() on start; simultaneous starts must not race.
     race([lambda: upgrade(db_url)] * 3)  # raises the first upgrade's error, if any
