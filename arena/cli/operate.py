@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import sys
 import threading
@@ -15,6 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from arena.cli.console import console, fail, leaderboard_table
 from envs.errors import ArenaError
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
     from agents.checkpoint_spec import CheckpointSpec
 
@@ -22,8 +25,6 @@ ladder_app = typer.Typer(help="Rated ladders persisted in the database.", no_arg
 ratings_app = typer.Typer(help="Ratings derived from the match log.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 
-GRACEFUL_SHUTDOWN_S = 10
-"""How long a stopping server waits for open connections (connected agents never close theirs)."""
 WS_MAX_BYTES = 1024 * 1024
 """Largest WebSocket message uvicorn reads (connected agents' frames are checked at 64 KiB)."""
 DEFAULT_LADDER = ("heuristic,heuristic:epsilon=0.1,heuristic:epsilon=0.25,heuristic:epsilon=0.5,"
@@ -195,6 +196,19 @@ def db_upgrade() -> None:
     console.print(f"database at revision {current_revision(resolved_database_url(settings))}")
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, _already_stopping)
+    sys.exit(0)
+
+
+def _already_stopping(signum: int, frame: object) -> None:
+    """SIGTERM while ``arena serve`` stops: the stop goes on. Raising again would end it
+    halfway, with the embedded Redis stopped under loops still running (make forwards a
+    SIGTERM it gets to its child, and systemd or an impatient operator may send another)."""
+    log.warning("SIGTERM while stopping: the stop goes on (loops first, then the embedded Redis); "
+                "SIGKILL ends the process at once")
+
+
 def serve(
     host: str = typer.Option(None, help="Bind address (default ARENA_HOST, 127.0.0.1)."),
     port: int = typer.Option(None, help="Port (default ARENA_PORT, 8000)."),
@@ -229,8 +243,9 @@ def serve(
         fail("--no-api and --no-service leave nothing to run")
     # A SIGTERM exits normally whenever it comes: while starting up (the service may already
     # be playing), or after uvicorn's own shutdown, which re-raises it and would otherwise kill
-    # the process before the embedded Redis and the workers are stopped.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # the process before the embedded Redis and the workers are stopped. Once stopping, a
+    # further SIGTERM is only logged (see _already_stopping).
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         with open_services(settings) as services:
             service = probes = runner = None
@@ -254,12 +269,14 @@ def serve(
                     uvicorn.run(create_app(services), host=host or settings.host, port=port or settings.port,
                                 log_level="warning", log_config=None,  # our handler and format
                                 ws_max_size=WS_MAX_BYTES,
-                                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)  # connected agents' sockets
+                                timeout_graceful_shutdown=settings.shutdown_grace_s)  # connected agents' sockets
                 else:
                     console.print("Arena's background service is up (no API in this process); Ctrl-C stops it")
                     with contextlib.suppress(KeyboardInterrupt):
                         threading.Event().wait()
             finally:
+                signal.signal(signal.SIGTERM, _already_stopping)
+                log.info("stopping: the background service and workers first, then the embedded Redis")
                 if probes is not None:
                     probes.stop()
                 if service is not None:
