@@ -89,8 +89,9 @@ log = logging.getLogger(__name__)
 HEARTBEAT_S = 2.0
 SEND_TIMEOUT_S = 5.0
 """How long one frame to a client (a request, a result, a pong, an error, a close) may wait for room
-in its socket's buffers. A client that stops reading fills them; past this it is closed as
-unresponsive (:data:`~arena.connected.protocol.CLOSE_IDLE`) and its connection released."""
+in its socket's buffers, by default (``ARENA_CONNECTED_SEND_TIMEOUT_S``). A client that stops reading
+fills them; past this it is closed as unresponsive (:data:`~arena.connected.protocol.CLOSE_IDLE`) and
+its connection released."""
 BLOCK_S = 1.0
 """How long the pump and the events task block in Redis at a time."""
 EVENTS_AT_ONCE = 1000
@@ -197,6 +198,8 @@ class Connection:
         limits: Where the slots are counted.
         idle_s: A client that sends nothing (not even a ``ping``) for this long is disconnected
             (``ARENA_CONNECTED_IDLE_S``).
+        send_timeout_s: How long one frame to the client may wait for room in its socket's buffers
+            before the client is closed as unresponsive (``ARENA_CONNECTED_SEND_TIMEOUT_S``).
         releases: The app's :class:`Releases`, which its shutdown waits for.
     """
 
@@ -210,6 +213,7 @@ class Connection:
     slots: list[Slot] = field(default_factory=list)
     limits: ConnectionSlots | None = None
     idle_s: float = 60.0
+    send_timeout_s: float = SEND_TIMEOUT_S
     releases: Releases = field(default_factory=Releases)
     conn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     sent: dict[str, _Sent] = field(default_factory=dict)
@@ -221,7 +225,7 @@ class Connection:
     """Set when the connection ends: every task stops at its next turn (even one whose
     cancellation was lost)."""
     unresponsive: bool = False
-    """A send waited :data:`SEND_TIMEOUT_S` in vain: the client stopped reading."""
+    """A send waited ``send_timeout_s`` in vain: the client stopped reading."""
     lease: Lease = field(init=False)
 
     def __post_init__(self) -> None:
@@ -231,7 +235,7 @@ class Connection:
         await self._write(encode(message, self.encoding))
 
     async def _write(self, frame: bytes | str) -> None:
-        """One frame to the client, or :class:`Unresponsive` after :data:`SEND_TIMEOUT_S`."""
+        """One frame to the client, or :class:`Unresponsive` after ``send_timeout_s``."""
         await self._bounded(self.websocket.send_bytes(frame) if isinstance(frame, bytes)
                             else self.websocket.send_text(frame))
 
@@ -243,11 +247,11 @@ class Connection:
         """Every wait for the socket's buffers ends: a client that stopped reading keeps them full.
         ``asyncio.timeout``, not ``wait_for``: on Python 3.11 the latter can swallow a cancellation."""
         try:
-            async with asyncio.timeout(SEND_TIMEOUT_S):
+            async with asyncio.timeout(self.send_timeout_s):
                 await sending
         except TimeoutError:
             self.closing = self.unresponsive = True
-            raise Unresponsive(f"a frame to agent {self.agent_id}'s client waited {SEND_TIMEOUT_S:g}s for room "
+            raise Unresponsive(f"a frame to agent {self.agent_id}'s client waited {self.send_timeout_s:g}s for room "
                                "in its socket's buffers: it stopped reading") from None
 
     async def run(self, welcome: dict[str, Any]) -> None:
@@ -271,10 +275,10 @@ class Connection:
                 task.cancel()
             await self.releases.settle(self._close(tasks))
         if self.unresponsive:
-            log.info("agent %d's client stopped reading: closed (%d)", self.agent_id, CLOSE_IDLE,
-                     extra={"agent_id": self.agent_id})
+            log.info("agent %d's client stopped reading (a frame waited %gs for room): closed (%d)", self.agent_id,
+                     self.send_timeout_s, CLOSE_IDLE, extra={"agent_id": self.agent_id})
             # Its last word, after the release: it reaches the client only if the client reads again
-            # within SEND_TIMEOUT_S; otherwise the socket just closes once this handler returns.
+            # within send_timeout_s; otherwise the socket just closes once this handler returns.
             with contextlib.suppress(*GONE, RuntimeError):
                 await self._shut(CLOSE_IDLE, "not reading: the server's frames found no room")
 

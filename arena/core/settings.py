@@ -167,6 +167,10 @@ class Settings(BaseSettings):
         default=60.0, gt=0.0, le=3600.0, description="Seconds a connected-agent client may send nothing (not "
         "even a ping) before its socket is closed with 4408 (clients ping every 20 s)."
     )
+    connected_send_timeout_s: float = Field(
+        default=5.0, gt=0.0, le=60.0, description="Seconds one frame to a connected-agent client may wait for room "
+        "in its socket's buffers: past this a client that stopped reading is closed (4408), what it held given back."
+    )
     connected_slot_ttl_s: float = Field(
         default=30.0, ge=5.0, le=3600.0, description="Seconds a socket's slot counts unless its API process renews "
         "it (every 2 s): the sockets of a process that died stop counting against the limits after this."
@@ -226,6 +230,10 @@ class Settings(BaseSettings):
     )
     host: str = Field(default="127.0.0.1", description="HTTP bind address.")
     port: int = Field(default=8000, ge=1, le=65535, description="HTTP port.")
+    shutdown_grace_s: float = Field(
+        default=10.0, gt=0.0, le=600.0, description="Seconds a stopping API process waits for its open connections "
+        "(connected agents never close theirs) before it cancels their handlers and gives back what they held."
+    )
 
     @field_validator("data_dir")
     @classmethod

@@ -64,12 +64,13 @@ class ApiProcess:
 
 
 @contextmanager
-def api_process_serving(tmp_path: Path, redis_url: str) -> Iterator[ApiProcess]:
-    """``arena serve --no-service`` (the API alone) on a free port, up and answering; killed after."""
+def api_process_serving(tmp_path: Path, redis_url: str, settings: dict[str, str] | None = None) -> Iterator[ApiProcess]:
+    """``arena serve --no-service`` (the API alone) on a free port, up and answering; killed after.
+    ``settings``: more ``ARENA_*`` variables for it."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "ARENA_DATA_DIR": str(tmp_path / "data"),
            "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'arena.db'}", "ARENA_REDIS_URL": redis_url,
-           "ARENA_ENVS": ENV, "ARENA_PROBE_AUTO": "false", "ARENA_PROBE_CONCURRENCY": "0"}
+           "ARENA_ENVS": ENV, "ARENA_PROBE_AUTO": "false", "ARENA_PROBE_CONCURRENCY": "0", **(settings or {})}
     log = (tmp_path / "serve.log").open("w+")
     proc = subprocess.Popen([*ARENA, "serve", "--no-service", "--workers", "0", "--port", str(port)], env=env,
                             cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)

@@ -73,7 +73,13 @@ def run_client() -> Iterator[Callable[..., AgentClient]]:
 
 
 @pytest.fixture
-def api_process(tmp_path: Path, redis_url: str) -> Iterator[ApiProcess]:
+def api_process_settings() -> dict[str, str]:
+    """``ARENA_*`` variables a test sets for its ``api_process`` (parametrize this name to set them)."""
+    return {}
+
+
+@pytest.fixture
+def api_process(tmp_path: Path, redis_url: str, api_process_settings: dict[str, str]) -> Iterator[ApiProcess]:
     """A real ``arena serve --no-service`` process (the API alone), killed after the test if still up."""
-    with api_process_serving(tmp_path, redis_url) as api:
+    with api_process_serving(tmp_path, redis_url, api_process_settings) as api:
         yield api

@@ -7,10 +7,12 @@ The real ``arena serve --no-service`` in a subprocess, clients connected to it, 
 keys read before and after the process exits: the project's own client, thinking about a
 request; and a client that stopped reading (frozen, or its network gone), whose socket's
 buffers are full and whose last ``ping`` the server cannot answer. uvicorn cancels the handlers
-still running when its graceful shutdown times out (10 s), and ends the event loop at once: before
+still running when its graceful shutdown times out (10 s; 1 s here, ``ARENA_SHUTDOWN_GRACE_S``: the frozen
+client's socket never closes, so the stop always waits it out), and ends the event loop at once: before
 the app's shutdown waited for the releases, the loop's end cancelled them (the presence and the
 unanswered requests outlived the process). Since every send is bounded (``SEND_TIMEOUT_S``), that
-socket is released earlier, when its send gives up (``test_unresponsive_client.py``).
+socket is released earlier, when its send gives up (``test_unresponsive_client.py``; 1 s here, through
+``ARENA_CONNECTED_SEND_TIMEOUT_S``).
 
 After the releases the app's shutdown closes the gateway's Redis client. That one runs in process
 (Starlette's test client, on asyncio's own event loop): uvloop, uvicorn's loop, closes every socket
@@ -69,6 +71,9 @@ def test_sigterm_gives_back_a_clients_presence_slots_and_open_request(api_proces
 
 
 @pytest.mark.skipif(not Path("/proc/sys/net/ipv4/tcp_wmem").exists(), reason="reads Linux's TCP buffer sizes")
+@pytest.mark.parametrize("api_process_settings",
+                         [{"ARENA_CONNECTED_SEND_TIMEOUT_S": "1", "ARENA_SHUTDOWN_GRACE_S": "1"}],
+                         ids=["send-timeout-and-grace-1s"])
 def test_sigterm_gives_back_what_a_client_that_stopped_reading_held(api_process):
     api = api_process
     user, agent = api.agent("eve", "frozen")

@@ -9,8 +9,10 @@ never fired either, and the heartbeat kept renewing the presence: the agent look
 request sent to it cost the engine a full deadline and then a forfeit.
 
 The real ``arena serve --no-service`` in a subprocess, and a client on a raw socket that reads
-nothing once it has said ``hello``. The release runs only once the connection's four tasks (reader,
-pump, events, heartbeat) have ended, so a presence given back also says that they all did.
+nothing once it has said ``hello``. The process gives up on a send after 1 s
+(``ARENA_CONNECTED_SEND_TIMEOUT_S``; 5 s by default), and says so in its log. The release runs only
+once the connection's four tasks (reader, pump, events, heartbeat) have ended, so a presence given
+back also says that they all did.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.redis,
                                  reason="reads Linux's TCP buffer sizes")]
 
 
+@pytest.mark.parametrize("api_process_settings", [{"ARENA_CONNECTED_SEND_TIMEOUT_S": "1"}], ids=["send-timeout-1s"])
 @pytest.mark.parametrize("requests", [1, 3], ids=["the-pong-waits", "the-pump-waits-too"])
 def test_a_client_that_stops_reading_and_pings_is_closed_and_its_requests_go_back(api_process, requests):
     api = api_process
@@ -51,5 +54,6 @@ def test_a_client_that_stops_reading_and_pings_is_closed_and_its_requests_go_bac
         # The socket is closed: reading now gets what the server had written, then the end (with the
         # close frame when the server's last word found room, before it gave up on it).
         assert client.read_until_closed() in (None, CLOSE_IDLE)
+        assert "stopped reading (a frame waited 1s for room)" in api.output()
     finally:
         client.close()

@@ -193,7 +193,8 @@ async def _serve(websocket: WebSocket, services: Services, releases: Releases, s
         connection = Connection(websocket, slots.client, services.pool.keys, agent.id, hello.encoding,
                                 text=hello.text, batch_results=hello.batch_results,
                                 slots=[address_slot, user_slot], limits=slots,
-                                idle_s=services.settings.connected_idle_s, releases=releases)
+                                idle_s=services.settings.connected_idle_s,
+                                send_timeout_s=services.settings.connected_send_timeout_s, releases=releases)
         log.info("agent %d connected", agent.id, extra={"agent_id": agent.id, "user": principal.name})
         await connection.run(welcome)
         log.info("agent %d disconnected after %d answers", agent.id, connection.answered,
