@@ -70,7 +70,7 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import connect
 
 from benchmarks.connected import ENV, free_port, start_client, wait_http
-from benchmarks.support.databases import POSTGRES_URL, create_database, database_url, drop_database
+from benchmarks.support.databases import POSTGRES_URL, create_database, database_url, drop_database, migrate
 from benchmarks.support.fleet import Fleet, Http
 from benchmarks.support.match_log import duplicated_records, rebuild_equals_live
 from benchmarks.support.smoke import parse_with_smoke, print_rows
@@ -260,7 +260,7 @@ def drain(services, load: Load, timeout_s: float) -> dict[str, int]:
         people_playing = len(load.tickets) - len(load.results)
         if (not any(left.values()) and people_playing == 0) or time.monotonic() > deadline:
             return left | {"people_playing": people_playing}
-        time.sleep(1.0)
+        time.sleep(0.1)
 
 
 def lost_work(services, load: Load) -> dict[str, int]:
@@ -323,19 +323,17 @@ def wait_slots(services, timeout_s: float) -> dict[str, int]:
         held = held_slots(services)
         if not any(held.values()) or time.monotonic() > deadline:
             return held
-        time.sleep(1.0)
+        time.sleep(0.1)
 
 
 # -- the run -----------------------------------------------------------------------------
 def setup(services, fleet: Fleet, http: Http) -> tuple[str, dict[str, int], list[int]]:
-    """Builtins on the board, the API processes up; the owner's token, the builtins' ids
-    and the owner's two connected agents' ids."""
+    """Builtins on the board, the API processes (started by the caller) up; the owner's token,
+    the builtins' ids and the owner's two connected agents' ids."""
     from arena.ladder.registration import register_builtin_agents
 
     agents = services.sessions.write_transaction(
         lambda s: register_builtin_agents(s, ENV, BUILTINS), what="builtins")
-    for name in ("api_a", "api_b"):
-        fleet.start(name)
     for name in ("api_a", "api_b"):
         wait_http(fleet.url(name), timeout=120)
     owner = http.call("POST", "/api/v1/users", json={"name": "owner"}).json()["token"]
@@ -347,7 +345,6 @@ def setup(services, fleet: Fleet, http: Http) -> tuple[str, dict[str, int], list
 def run(args) -> dict:
     from arena.core.settings import Settings
     from arena.storage.redis_server import EmbeddedRedis
-    from arena.storage.wiring import open_services
 
     tmp = Path(tempfile.mkdtemp(prefix="arena-process-faults-"))
     database = create_database(args.postgres_url, "arena_faults") if args.postgres else None
@@ -362,7 +359,8 @@ def run(args) -> dict:
                "ARENA_CONNECTED_SLOT_TTL_S": str(max(5.0, args.lease_s)), **LIMITS}
         fleet = Fleet(tmp, env, {"api_a": free_port(), "api_b": free_port()}, args.max_rate)
         clients: list[subprocess.Popen] = []
-        with open_services(settings) as services:
+        migrate(settings)  # the API processes boot while this one imports the rest (torch: seconds)
+        with fleet.up("api_a", "api_b"), _open_services(settings) as services:
             http = Http([fleet.url("api_a"), fleet.url("api_b")])
             try:
                 owner, agents, connected = setup(services, fleet, http)
@@ -426,6 +424,13 @@ def run(args) -> dict:
         if database:
             drop_database(args.postgres_url, database)
     return result
+
+
+def _open_services(settings):
+    """:func:`arena.storage.wiring.open_services`, imported only when called."""
+    from arena.storage.wiring import open_services
+
+    return open_services(settings)
 
 
 def _matches(services) -> int:

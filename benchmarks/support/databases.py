@@ -37,3 +37,13 @@ def drop_database(server_url: str, name: str) -> None:
 def database_url(server_url: str, name: str) -> str:
     """``server_url`` pointed at database ``name``."""
     return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def migrate(settings) -> None:
+    """Migrate the database of ``settings`` to the latest schema now, importing only Alembic and
+    the models (not torch, as ``open_services`` does): API processes started next find it ready,
+    none racing another to create it, and boot while this process imports the rest."""
+    from arena.core.settings import resolved_database_url
+    from arena.storage.db import upgrade
+
+    upgrade(resolved_database_url(settings))

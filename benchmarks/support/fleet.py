@@ -18,8 +18,10 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Self
 
 import httpx
 
@@ -50,6 +52,22 @@ class Fleet:
             self.procs[name] = subprocess.Popen(self.args(name), stdout=out, stderr=subprocess.STDOUT, env=self.env,
                                                 cwd=_ROOT, start_new_session=True)
 
+    def up(self, *names: str) -> Self:
+        """Start ``names``; as a context manager, every process is stopped on exit."""
+        try:
+            for name in names:
+                self.start(name)
+        except BaseException:
+            self.stop_all()
+            raise
+        return self
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_all()
+
     def url(self, name: str) -> str:
         return f"http://127.0.0.1:{self.ports[name]}"
 
@@ -64,22 +82,25 @@ class Fleet:
 
     def stop(self, name: str, timeout: float = 30.0) -> None:
         """SIGTERM (a clean stop), then SIGKILL whatever of its group is left."""
-        proc = self.procs.get(name)
-        if proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            log.warning("%s did not stop within %gs; killed", name, timeout)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
+        self.stop_all([name], timeout)
 
-    def stop_all(self) -> None:
-        for name in list(self.procs):
-            self.stop(name)
+    def stop_all(self, names: list[str] | None = None, timeout: float = 30.0) -> None:
+        """:meth:`stop` every process (or those ``names``), together: each is sent its SIGTERM
+        before any is waited for, so their shutdowns overlap."""
+        procs = [(name, self.procs[name]) for name in (list(self.procs) if names is None else names)
+                 if name in self.procs]
+        for _, proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for name, proc in procs:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.warning("%s did not stop within %gs; killed", name, timeout)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
 
 
 class Http:
