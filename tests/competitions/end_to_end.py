@@ -6,6 +6,7 @@ and validated (:func:`season_held_open`: no test races the wall clock to its dea
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -32,6 +33,7 @@ from arena.storage.db.models import Agent
 from arena.storage.wiring import Services, open_services
 from tests.api.helpers import RAISED_LIMITS
 from tests.client.live import REPO_ROOT, LiveServer
+from tests.competitions.service_process import GO
 
 ENV = "tictactoe-v3"
 ADMIN_TOKEN = "end-to-end-admin"
@@ -85,15 +87,20 @@ def live_arena(tmp_path: Path, redis_url: str, database_url: str | None = None) 
 
 
 @contextmanager
-def service(arena: Arena, hang_after: int | None = None) -> Iterator[subprocess.Popen]:
-    """The background service in a process of its own, over the arena's database, Redis and data; killed after."""
+def service(arena: Arena, hang_after: int | None = None, gated: bool = False) -> Iterator[subprocess.Popen]:
+    """The background service in a process of its own, over the arena's database, Redis and data; killed after.
+
+    With ``gated`` the process imports and opens its services but starts only once passed to :func:`release`
+    (say the successor of a service the test kills: ready before the kill, started after it)."""
     args = [arena.settings.database_url, arena.settings.redis_url, str(arena.settings.data_dir), ENV]
     if hang_after is not None:
         args.append(str(hang_after))
     path = arena.settings.data_dir.parent / f"service-{time.monotonic_ns()}.log"
     log = open(path, "wb")  # noqa: SIM115
+    env = {**os.environ, "ARENA_TEST_SERVICE_GATED": "1"} if gated else None
     process = subprocess.Popen([sys.executable, "-m", "tests.competitions.service_process", *args],
-                               cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+                               cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
+                               stdin=subprocess.PIPE if gated else None)
     try:
         yield process
     except BaseException as exc:  # a failure shows what the service said
@@ -104,7 +111,16 @@ def service(arena: Arena, hang_after: int | None = None) -> Iterator[subprocess.
         if process.poll() is None:
             process.kill()
         process.wait(timeout=30)
+        if process.stdin is not None:
+            process.stdin.close()
         log.close()
+
+
+def release(process: subprocess.Popen) -> None:
+    """Starts a service made with ``gated`` (:func:`service`)."""
+    assert process.stdin is not None and process.poll() is None, "not a gated service, or it ended"
+    process.stdin.write(GO)
+    process.stdin.close()
 
 
 @dataclass
@@ -117,18 +133,27 @@ class HeldSeason:
     """How often its organizer extended it."""
 
 
+EXTENSION_STEP_S = 1.0
+"""How far past its margin the holder moves the deadline each time (about one PATCH a second)."""
+
+
 @contextmanager
-def season_held_open(url: str, token: str, competition_id: int, season_s: float) -> Iterator[HeldSeason]:
+def season_held_open(url: str, token: str, competition_id: int, margin_s: float) -> Iterator[HeldSeason]:
     """Keeps an open competition taking entries while the block runs, however slow the machine.
 
     Its organizer (``token``) extends the deadline through the API (``PATCH /competitions/{id}``,
-    allowed once open: dates only, later, before the deadline) to ``season_s`` from now whenever
-    fewer than half of that are left. A test then makes and validates its entries inside the block
-    with no race against the deadline, and waits for :attr:`HeldSeason.deadline` after it. The
+    allowed once open: dates only, later, before the deadline) to ``margin_s`` plus
+    :data:`EXTENSION_STEP_S` from now whenever fewer than ``margin_s`` are left (polled every
+    0.1 s). A test then makes and validates its entries inside the block with no race against the
+    deadline, and waits for :attr:`HeldSeason.deadline` after it: at most ``margin_s`` plus the step
+    (or the deadline it set itself, if no extension was needed). ``margin_s`` is the stall the
+    holder survives (its thread starved, an extension slow to be served): a failure needs it to
+    miss some ``margin_s / 0.1`` polls in a row. The deadline can only move later, so whatever is
+    left at the block's end is waited out: the margin is both the safety and the cost. The
     competition must have no ``final_ends_at`` (it would have to move with the deadline).
 
     Raises:
-        AssertionError: An extension failed (say the deadline passed first: a stall of half a season).
+        AssertionError: An extension failed (say the deadline passed first: a stall of ``margin_s``).
     """
     stop = threading.Event()
     failures: list[BaseException] = []
@@ -140,8 +165,8 @@ def season_held_open(url: str, token: str, competition_id: int, season_s: float)
             try:
                 while not stop.is_set():
                     now = datetime.now(UTC)
-                    if held.deadline - now < timedelta(seconds=season_s / 2):
-                        later = (now + timedelta(seconds=season_s)).isoformat()
+                    if held.deadline - now < timedelta(seconds=margin_s):
+                        later = (now + timedelta(seconds=margin_s + EXTENSION_STEP_S)).isoformat()
                         extended = organizer.request("PATCH", path, json={"deadline": later})
                         held.deadline = datetime.fromisoformat(extended["deadline"])
                         held.extensions += 1

@@ -3,6 +3,11 @@ ladder, the competitions' season boards and final evaluations, the tournament ga
 a process of its own, beside an API served by the test (``python -m tests.competitions.service_process
 DATABASE_URL REDIS_URL DATA_DIR ENV [HANG_AFTER]``). It runs until killed.
 
+With ``ARENA_TEST_SERVICE_GATED=1`` it imports and opens its services, then waits for the line
+``go`` on its stdin before it starts (:data:`GO`; anything else, or EOF, ends it unstarted): a test
+starts the process that takes over from one it kills beforehand, so the successor's start-up
+(several seconds of imports) is not spent after the kill.
+
 With ``HANG_AFTER`` (a final-evaluation match count) its runner hangs on the first batch of
 a final evaluation dispatched once that many of that evaluation's matches are recorded: the
 batch is queued (the persisted queue) and never played, so that a test can SIGKILL the service
@@ -11,6 +16,7 @@ kill is real."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -22,6 +28,8 @@ from arena.runners import InProcessRunner
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services, open_services
 
+GO = b"go\n"
+"""What a gated service waits for on its stdin before it starts (module doc)."""
 BATCH_SIZE = 16
 """Small batches: a final evaluation of a few hundred games takes many rounds."""
 
@@ -59,6 +67,8 @@ def main(database_url: str, redis_url: str, data_dir: str, env_id: str, hang_aft
         runner = InProcessRunner(services.snapshot_cache_factory()())
         if hang_after is not None:
             runner = HangsInTheFinal(services, runner, env_id, int(hang_after))
+        if os.environ.get("ARENA_TEST_SERVICE_GATED") == "1" and sys.stdin.buffer.readline() != GO:
+            return  # released by nobody: the test ended first
         config = ServiceConfig(envs=(env_id,), batch_size=BATCH_SIZE, max_rate=1e9, idle_sleep_s=0.05, seed=1)
         BackgroundService(services, runner, config).start()
         threading.Event().wait()  # until killed
