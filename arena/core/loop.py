@@ -47,8 +47,13 @@ class ServiceLoop:
         self._thread.start()
         return self
 
+    def ask_to_stop(self) -> None:
+        """Stop after the round under way, without waiting for it (:meth:`stop_loop` waits): a
+        service stopping several loops asks each first, so their last rounds end together."""
+        self._stop.set()
+
     def stop_loop(self, timeout: float) -> None:
         """Stop after the round under way, waiting for it at most ``timeout`` seconds."""
-        self._stop.set()
+        self.ask_to_stop()
         if self._thread is not None:
             self._thread.join(timeout)

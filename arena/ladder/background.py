@@ -356,6 +356,8 @@ class BackgroundService(ServiceLoop):
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
+        for loop in (self, self.people, self.challenges, self.tournament_games, self.fingerprints):
+            loop.ask_to_stop()  # every loop's last round (a blocking pop of up to 1 s) ends at once, not in turn
         self.stop_loop(timeout)
         self.people.stop()
         self.challenges.stop()

@@ -106,3 +106,25 @@ def test_an_agent_left_validating_by_a_dead_service_is_validated_by_the_next(ser
     with services.sessions() as session:
         assert repo.get_agent(session, agent_id).status == "placement"
     service.stop()
+
+
+def test_stop_asks_every_loop_to_stop_before_it_waits_for_any(services, monkeypatch):
+    """Each worker's last round may block (a queue pop of up to a second): asked in turn, the
+    service's stop took the sum of them; asked first, their last rounds end together."""
+    from arena.core.loop import ServiceLoop
+
+    service = BackgroundService(services, InProcessRunner(services.snapshot_cache_factory()()),
+                                ServiceConfig(envs=("tictactoe-v3",))).start()
+    loops = [service, service.people, service.challenges, service.tournament_games, service.fingerprints]
+    asked_when_waiting: list[list[bool]] = []
+    stop_loop = ServiceLoop.stop_loop
+
+    def recording(loop: ServiceLoop, timeout: float) -> None:
+        asked_when_waiting.append([other._stop.is_set() for other in loops])
+        stop_loop(loop, timeout)
+
+    monkeypatch.setattr(ServiceLoop, "stop_loop", recording)
+    service.stop()
+    assert len(asked_when_waiting) == len(loops)
+    assert all(all(asked) for asked in asked_when_waiting), asked_when_waiting
+    assert not any(loop._thread.is_alive() for loop in loops)
