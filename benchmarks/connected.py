@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +89,21 @@ def stop_api(api: subprocess.Popen) -> None:
         api.wait(30)
     except subprocess.TimeoutExpired:
         api.kill()
+
+
+@contextlib.contextmanager
+def api_process(settings, port: int, **env: str) -> Iterator[subprocess.Popen]:
+    """:func:`start_api`'s process, stopped on exit. The database is migrated first
+    (:func:`benchmarks.support.databases.migrate`, quick): the API boots while the caller goes
+    on importing what it needs (``open_services``, torch: seconds) instead of after."""
+    from benchmarks.support.databases import migrate
+
+    migrate(settings)
+    api = start_api(settings, port, **env)
+    try:
+        yield api
+    finally:
+        stop_api(api)
 
 
 # -- the delaying proxy -------------------------------------------------------------------
@@ -248,18 +265,19 @@ def main() -> None:
         args.matches, args.rtt_batches = BATCH, 20
 
     from arena.core.settings import Settings
-    from arena.ladder.registration import register_builtin_agents
-    from arena.runners import AgentSource, InProcessRunner
     from arena.storage.redis_server import EmbeddedRedis
-    from arena.storage.wiring import open_services
+    from benchmarks.support.databases import open_services
 
     tmp = Path(tempfile.mkdtemp(prefix="arena-connected-bench-"))
     with EmbeddedRedis(tmp / "redis") as redis_server:
         settings = Settings(data_dir=tmp / "data", database_url=f"sqlite:///{tmp}/arena.db",
                             redis_url=redis_server.url, signups_per_hour=1000, writes_per_minute=10_000)
-        with open_services(settings) as services:
-            port = free_port()
-            api = start_api(settings, port, ARENA_SIGNUPS_PER_HOUR="1000", ARENA_WRITES_PER_MINUTE="10000")
+        port = free_port()
+        with api_process(settings, port, ARENA_SIGNUPS_PER_HOUR="1000", ARENA_WRITES_PER_MINUTE="10000"), \
+                open_services(settings) as services:
+            from arena.ladder.registration import register_builtin_agents
+            from arena.runners import AgentSource, InProcessRunner
+
             clients: list[subprocess.Popen] = []
             try:
                 url = f"http://127.0.0.1:{port}"
@@ -312,7 +330,6 @@ def main() -> None:
             finally:
                 for c in clients:
                     c.kill()
-                stop_api(api)
     result = {
         "env": ENV, "matches_at_once": BATCH, "matches": args.matches,
         "in_process_mps": round(in_process, 1), "connected_mps": round(connected, 1),

@@ -49,7 +49,8 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import connect
 
 from arena.storage.db import models
-from benchmarks.connected import ENV, free_port, start_api, start_client, stop_api, wait_http, wait_online
+from benchmarks.connected import ENV, api_process, free_port, start_client, stop_api, wait_http, wait_online
+from benchmarks.support.databases import open_services
 from benchmarks.support.match_log import duplicated_records, rebuild_equals_live
 from benchmarks.support.smoke import parse_with_smoke, print_rows
 
@@ -200,25 +201,25 @@ def main() -> None:
     args = parse_with_smoke(parser, "seconds, tiny sizes (the suite runs this)", seconds=2.0, kill_every=1.0)
 
     from arena.core.settings import Settings
-    from arena.ladder.background import BackgroundService, ServiceConfig
-    from arena.ladder.pacing import PacingConfig
-    from arena.ladder.registration import register_builtin_agents
-    from arena.runners import InProcessRunner
     from arena.storage.redis_server import EmbeddedRedis
-    from arena.storage.wiring import open_services
 
     tmp = Path(tempfile.mkdtemp(prefix="arena-connected-faults-"))
-    config = ServiceConfig(envs=(ENV, OTHER_ENV), seed=3, batch_size=256, pacing=PacingConfig(settle=False),
-                           max_rate=1000)
     with EmbeddedRedis(tmp / "redis") as redis_server:
         settings = Settings(data_dir=tmp / "data", database_url=f"sqlite:///{tmp}/arena.db",
                             redis_url=redis_server.url, signups_per_hour=1000, writes_per_minute=100_000,
                             client_writes_per_minute=100_000)
-        with open_services(settings) as services:
-            port = free_port()
-            # every socket comes from 127.0.0.1 here: room for the 200 idle ones
-            api = start_api(settings, port, ARENA_SIGNUPS_PER_HOUR="1000", ARENA_WRITES_PER_MINUTE="100000",
-                            ARENA_CLIENT_WRITES_PER_MINUTE="100000", ARENA_CONNECTED_SOCKETS_PER_ADDRESS="1000")
+        port = free_port()
+        # every socket comes from 127.0.0.1 here: room for the 200 idle ones
+        with api_process(settings, port, ARENA_SIGNUPS_PER_HOUR="1000", ARENA_WRITES_PER_MINUTE="100000",
+                         ARENA_CLIENT_WRITES_PER_MINUTE="100000", ARENA_CONNECTED_SOCKETS_PER_ADDRESS="1000") as api, \
+                open_services(settings) as services:
+            from arena.ladder.background import BackgroundService, ServiceConfig
+            from arena.ladder.pacing import PacingConfig
+            from arena.ladder.registration import register_builtin_agents
+            from arena.runners import InProcessRunner
+
+            config = ServiceConfig(envs=(ENV, OTHER_ENV), seed=3, batch_size=256, pacing=PacingConfig(settle=False),
+                                   max_rate=1000)
             url = f"http://127.0.0.1:{port}"
             clients: list[subprocess.Popen] = []
             try:

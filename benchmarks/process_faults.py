@@ -70,7 +70,14 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import connect
 
 from benchmarks.connected import ENV, free_port, start_client, wait_http
-from benchmarks.support.databases import POSTGRES_URL, create_database, database_url, drop_database, migrate
+from benchmarks.support.databases import (
+    POSTGRES_URL,
+    create_database,
+    database_url,
+    drop_database,
+    migrate,
+    open_services,
+)
 from benchmarks.support.fleet import Fleet, Http
 from benchmarks.support.match_log import duplicated_records, rebuild_equals_live
 from benchmarks.support.smoke import parse_with_smoke, print_rows
@@ -360,7 +367,7 @@ def run(args) -> dict:
         fleet = Fleet(tmp, env, {"api_a": free_port(), "api_b": free_port()}, args.max_rate)
         clients: list[subprocess.Popen] = []
         migrate(settings)  # the API processes boot while this one imports the rest (torch: seconds)
-        with fleet.up("api_a", "api_b"), _open_services(settings) as services:
+        with fleet.up("api_a", "api_b"), open_services(settings) as services:
             http = Http([fleet.url("api_a"), fleet.url("api_b")])
             try:
                 owner, agents, connected = setup(services, fleet, http)
@@ -424,13 +431,6 @@ def run(args) -> dict:
         if database:
             drop_database(args.postgres_url, database)
     return result
-
-
-def _open_services(settings):
-    """:func:`arena.storage.wiring.open_services`, imported only when called."""
-    from arena.storage.wiring import open_services
-
-    return open_services(settings)
 
 
 def _matches(services) -> int:

@@ -47,3 +47,11 @@ def migrate(settings) -> None:
     from arena.storage.db import upgrade
 
     upgrade(resolved_database_url(settings))
+
+
+def open_services(settings):
+    """:func:`arena.storage.wiring.open_services`, imported only when called: a script that starts
+    server processes first (after :func:`migrate`) imports it, and torch, while they boot."""
+    from arena.storage.wiring import open_services
+
+    return open_services(settings)
