@@ -138,7 +138,7 @@ def wait_for_database(data_dir: Path, proc: subprocess.Popen, timeout: float = 3
         except sqlite3.Error:
             if time.monotonic() > deadline:
                 raise
-        time.sleep(0.5)
+        time.sleep(0.05)
 
 
 def wait_settled(data_dir: Path, proc: subprocess.Popen, trickle: float, window: float, timeout: float,

@@ -186,6 +186,8 @@ class BackgroundService(ServiceLoop):
             with self.services.sessions() as session:
                 queued = repo.list_agents(session, env_id, statuses=statuses)
             for agent in queued:
+                if self._stop.is_set():  # stopping: the rest stay queued for the next service
+                    return handled
                 self.validate(agent)
                 handled += 1
         self._resumed = True

@@ -128,3 +128,26 @@ def test_stop_asks_every_loop_to_stop_before_it_waits_for_any(services, monkeypa
     assert len(asked_when_waiting) == len(loops)
     assert all(all(asked) for asked in asked_when_waiting), asked_when_waiting
     assert not any(loop._thread.is_alive() for loop in loops)
+
+
+def test_a_stopping_service_validates_no_further_agent_and_leaves_the_rest_queued(services, monkeypatch):
+    """A service's first round validates every waiting agent (a fresh demo: dozens of episodes);
+    asked to stop, it ends after the agent under way instead of after all of them."""
+    ids = []
+    for seed in range(3):
+        state, spec = random_init_checkpoint("tictactoe-v3", "mlp", {"hidden": [16]}, seed=seed)
+        ids.append(_submit(services, "tictactoe-v3", state, spec, f"waiting-{seed}"))
+    service = BackgroundService(services, InProcessRunner(services.snapshot_cache_factory()()),
+                                ServiceConfig(envs=("tictactoe-v3",)))
+    validate = service.validate
+
+    def validate_then_stop(agent) -> None:
+        validate(agent)
+        service.ask_to_stop()  # as stop() does from another thread while this round runs
+
+    monkeypatch.setattr(service, "validate", validate_then_stop)
+    assert service.process_submissions() == 1
+    with services.sessions() as session:
+        statuses = sorted(repo.get_agent(session, agent_id).status for agent_id in ids)
+    assert statuses == ["placement", "queued", "queued"]
+    service.stop()
