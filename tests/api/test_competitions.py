@@ -250,18 +250,24 @@ def test_concurrent_joins_never_exceed_the_team_size(client, services):
         assert len(comp_repo.team_members(session, [team["id"]])[team["id"]]) == members
 
 
-def _seed_entries(client: TestClient, services: Services, cid: int, teams_n: int) -> None:
-    """``teams_n`` teams of one, two entries each, through the one submission function."""
-    for i in range(teams_n):
-        _team(client, cid, new_user(client, f"seeded{i}"), f"s{i}")
-    with services.sessions() as session:
-        callers = [Caller(repo.get_user_by_name(session, f"seeded{i}").id, f"seeded{i}", False)
-                   for i in range(teams_n)]
-    for i, caller in enumerate(callers):
+def _seed_entries(services: Services, cid: int, teams_n: int) -> None:
+    """``teams_n`` teams of one, two entries each, through the one submission function. The users are
+    made in one transaction and the teams by the service's function (not over HTTP: only their
+    entries count here), four teams at a time (their entries in order within each team)."""
+    def create_users(session) -> list[int]:
+        return [repo.create_user(session, f"seeded{i}") for i in range(teams_n)]
+    user_ids = services.sessions.write_transaction(create_users, what="the seeded users")
+
+    def seed(i: int) -> None:
+        caller = Caller(user_ids[i], f"seeded{i}", False)
+        teams.create_team(services, caller, cid, f"s{i}")
         for k in range(2):
             weights, spec, _ = checkpoint(seed=5000 + 2 * i + k)
             submit_agent(services, caller.user_id, caller.name, Submission(weights, spec.encode(), ENV, f"s{i}-{k}"),
                          tag=entries.entry_tag(cid, caller, "weights", ENV))
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(seed, range(teams_n)))
 
 
 def test_twenty_teams_submitting_at_once_get_no_5xx_and_no_quota_exceeded(client, services):
@@ -269,7 +275,7 @@ def test_twenty_teams_submitting_at_once_get_no_5xx_and_no_quota_exceeded(client
     (quota two a day): every answer a 201, a 429 or a 200 read, never a 5xx or a third entry."""
     competition = _competition(client, daily_submissions=2, active_entries=2, team_size=1)
     cid = competition["id"]
-    _seed_entries(client, services, cid, 100)
+    _seed_entries(services, cid, 100)
     assert client.get(f"{API}/competitions/{cid}/board").json()["count"] == 201
     tokens = [new_user(client, f"team{i}") for i in range(20)]
     for i, token in enumerate(tokens):
