@@ -12,6 +12,8 @@ submit, challenge, matches against a server), :mod:`~arena.cli.leagues` (league)
 
 from __future__ import annotations
 
+import atexit
+import gc
 import logging
 import sys
 
@@ -25,6 +27,12 @@ for module in (matches, operate, remote, competitions, tournaments, leagues, con
 
 
 def main() -> None:
+    # The interpreter's exit runs full garbage collections over everything still alive (torch,
+    # SQLAlchemy, the app: millions of objects): 1-2 s at the end of every command on a busy
+    # 2-core machine, 0.4 s once they are frozen, as the collector skips frozen objects.
+    # Registered first, so it runs last: every other exit handler (Ray's, logging's) runs as
+    # before; only cyclic garbage still around at exit goes uncollected, for the OS to reclaim.
+    atexit.register(gc.freeze)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     app()
 
