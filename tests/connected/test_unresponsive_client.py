@@ -10,19 +10,31 @@ request sent to it cost the engine a full deadline and then a forfeit.
 
 The real ``arena serve --no-service`` in a subprocess, and a client on a raw socket that reads
 nothing once it has said ``hello``. The process gives up on a send after 1 s
-(``ARENA_CONNECTED_SEND_TIMEOUT_S``; 5 s by default), and says so in its log. The release runs only
+(``ARENA_CONNECTED_SEND_TIMEOUT_S``; 5 s by default), and says so in its log. One process serves
+both cases, each with a user and an agent of its own (its start is most of a case's time). The release runs only
 once the connection's four tasks (reader, pump, events, heartbeat) have ended, so a presence given
 back also says that they all did.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from arena.connected.protocol import CLOSE_IDLE
-from tests.connected.api_process import RawClient, filling_padding, held, processing, queue_request, still_held
+from arena.storage.redis_server import EmbeddedRedis, connect_redis
+from tests.connected.api_process import (
+    ApiProcess,
+    RawClient,
+    api_process_serving,
+    filling_padding,
+    held,
+    processing,
+    queue_request,
+    still_held,
+)
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis,
@@ -30,11 +42,21 @@ pytestmark = [pytest.mark.slow, pytest.mark.redis,
                                  reason="reads Linux's TCP buffer sizes")]
 
 
-@pytest.mark.parametrize("api_process_settings", [{"ARENA_CONNECTED_SEND_TIMEOUT_S": "1"}], ids=["send-timeout-1s"])
+@pytest.fixture(scope="module")
+def api(embedded_redis: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiProcess]:
+    """``arena serve --no-service`` for this module's tests, giving up on a send after 1 s."""
+    url = embedded_redis.url.rsplit("/", 1)[0] + "/0"  # this module's while it runs, as tests/web's servers'
+    store = connect_redis(url, timeout_s=5)
+    store.flushdb()
+    store.close()
+    with api_process_serving(tmp_path_factory.mktemp("frozen-clients"), url,
+                             {"ARENA_CONNECTED_SEND_TIMEOUT_S": "1"}) as api:
+        yield api
+
+
 @pytest.mark.parametrize("requests", [1, 3], ids=["the-pong-waits", "the-pump-waits-too"])
-def test_a_client_that_stops_reading_and_pings_is_closed_and_its_requests_go_back(api_process, requests):
-    api = api_process
-    user, agent = api.agent("fay", f"frozen-{requests}")
+def test_a_client_that_stops_reading_and_pings_is_closed_and_its_requests_go_back(api, requests):
+    user, agent = api.agent(f"fay-{requests}", f"frozen-{requests}")
     client = RawClient(api, agent, user["token"])
     try:
         assert client.welcome()["type"] == "welcome"
@@ -54,6 +76,6 @@ def test_a_client_that_stops_reading_and_pings_is_closed_and_its_requests_go_bac
         # The socket is closed: reading now gets what the server had written, then the end (with the
         # close frame when the server's last word found room, before it gave up on it).
         assert client.read_until_closed() in (None, CLOSE_IDLE)
-        assert "stopped reading (a frame waited 1s for room)" in api.output()
+        assert f"agent {agent['id']}'s client stopped reading (a frame waited 1s for room)" in api.output()
     finally:
         client.close()
