@@ -235,7 +235,8 @@ class QueueWorker(ServiceLoop):
         queue: The queue.
         capacity: Items played at once.
         name: The thread's name, and what the log calls an item.
-        poll_s: Longest wait for a queued item (or a free slot) before heartbeats and sweeps.
+        poll_s: Longest wait for a queued item (or a free slot) before heartbeats and sweeps; an
+            item that ends frees its slot at once (the wait for a slot ends then, not at ``poll_s``).
         heartbeat_s: How often the heartbeats of the items played are refreshed.
         sweep_s: How often stale items are queued again (and once at the start).
     """
@@ -254,6 +255,7 @@ class QueueWorker(ServiceLoop):
         self._playing: dict[str, str] = {}  # item id -> our owner token
         self._lock = threading.Lock()
         self._touched = self._swept = float("-inf")
+        self._freed = threading.Event()  # set when an item ends (its slot is free) or the loop stops
 
     # -- what a kind of work says ------------------------------------------------------
     def begin(self, claim: Claim) -> Future:
@@ -288,7 +290,14 @@ class QueueWorker(ServiceLoop):
             log.warning("could not mark the %s items still playing as stale (%s); they go stale", self.name, exc)
 
     def cycle(self) -> float:
-        return self.poll_s if self.step(self.poll_s) is None and self.full() else 0.0
+        self._freed.clear()  # before the check: a slot freed after it ends the wait below at once
+        if self.step(self.poll_s) is None and self.full():
+            self._freed.wait(self.poll_s)  # until an item ends (or the poll's end, or a stop)
+        return 0.0
+
+    def ask_to_stop(self) -> None:
+        super().ask_to_stop()
+        self._freed.set()
 
     def full(self) -> bool:
         with self._lock:
@@ -361,6 +370,7 @@ class QueueWorker(ServiceLoop):
     def _end(self, claim: Claim, done: Future) -> None:
         with self._lock:
             self._playing.pop(claim.id, None)
+        self._freed.set()
         if done.cancelled():  # its lane closed: the service is stopping, the next one plays it
             self.queue.touch(claim.id, claim.owner, 0)
             return

@@ -5,17 +5,20 @@ and the claim, and failed after MAX_ATTEMPTS claims."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
+from concurrent.futures import Future
 
 import pytest
 
 from arena.core.errors import TooManyRequests
 from arena.core.limits import Hold, take_holds
-from arena.ladder.work_queue import DONE, FAILED, MAX_ATTEMPTS, Claim, WorkQueue
+from arena.ladder.work_queue import DONE, FAILED, MAX_ATTEMPTS, Claim, QueueWorker, WorkQueue
 from arena.snapshots.keys import RedisKeys
 from arena.storage.redis_server import connect_redis
 from tests.races import race
+from tests.waiting import wait_for
 
 STALE_S = 30.0
 
@@ -140,3 +143,28 @@ def test_holds_are_taken_in_the_transaction_that_queues_the_work(queue):
     with pytest.raises(KeyboardInterrupt):
         take_holds(client, [hold], write=dies)
     assert not client.exists(hold.key) and not client.exists(queue.record("lost")) and queue.claim() is None
+
+
+class _Plays(QueueWorker):
+    """Plays each item on a thread of its own for 50 ms (long enough for its worker to find itself full)."""
+
+    def begin(self, claim: Claim) -> Future:
+        played: Future = Future()
+        threading.Timer(0.05, played.set_result, args=(None,)).start()
+        return played
+
+
+def test_a_worker_takes_the_next_item_as_soon_as_a_slot_frees_not_at_its_next_poll(queue):
+    """Regression: a full worker slept its whole poll (0.5 s in the service) before it looked for a
+    free slot again, so a tournament's games, two at a time, started at most four a second. Here
+    the poll is a minute: one slot, three items, all done long before one poll would end."""
+    _put(queue, "a", "b", "c")
+    worker = _Plays(queue, 1, "test item", poll_s=60.0).start()
+    try:
+        wait_for("the three items, one at a time", lambda: all(
+            queue.fields(i)["status"] == DONE for i in ("a", "b", "c")), timeout_s=20)
+    finally:
+        worker.ask_to_stop()
+        _put(queue, "wake")  # ends the worker's wait for a queued item (a minute, like its poll)
+        worker.stop_loop(10)
+    assert not worker._thread.is_alive()
