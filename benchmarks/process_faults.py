@@ -311,14 +311,15 @@ STUCK: dict[str, int] = {}
 def held_slots(services) -> dict[str, int]:
     """Counters, tokens, connection slots and presences still held (everything is closed now)."""
     keys, client = services.pool.keys, services.redis
-    now = float(client.time()[0])
+    now_s, now_us = client.time()
+    now_ms = now_s * 1000 + now_us // 1000  # a slot's score is when it lapses, in ms (arena.connected.slots)
     STUCK.clear()
     counters = {k.decode(): int(client.get(k) or 0) for k in client.scan_iter(match=keys.busy("x", "x")[:-3] + "*")}
     busy = sum(max(0, n) for n in counters.values())
     STUCK.update({k: n for k, n in counters.items() if n > 0})
     tokens = sum(1 for _ in client.scan_iter(match=keys.play_token("0" * 64)[:-64] + "*"))
     slot_keys = client.scan_iter(match=keys.connection_slots("x", "x")[:-3] + "*")
-    slots = sum(client.zcount(k, now, "+inf") for k in slot_keys)
+    slots = sum(client.zcount(k, f"({now_ms}", "+inf") for k in slot_keys)
     online = sum(1 for _ in client.scan_iter(match=keys.connected_online(0)[:-1] + "*"))
     return {"busy_counters": busy, "play_tokens": tokens, "connection_slots": slots, "presences": online}
 
