@@ -29,7 +29,13 @@ import argparse
 import hashlib
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent.parent
+if sys.path and Path(sys.path[0]).resolve() == _ROOT / "benchmarks":
+    sys.path[0] = str(_ROOT)  # benchmarks/league.py would shadow the league package; benchmarks.support
 
 import numpy as np
 
