@@ -479,8 +479,10 @@ def main(argv: list[str] | None = None) -> dict:
                    help="no training: only the v1 cores' speed (compiled against numpy, one CPU)")
     p.add_argument("--core-seconds", type=float, default=10.0, help="timed seconds of each core (default 10)")
     args = p.parse_args(argv)
+    if args.max_states is not None and args.max_states < 1:
+        p.error("--max-states must be at least 1 (a search visits the start state)")
     if args.scripted:
-        max_states = args.max_states or (2_000 if args.smoke else 20_000)
+        max_states = args.max_states if args.max_states is not None else (2_000 if args.smoke else 20_000)
         return scripted(6 if args.smoke else args.layouts, args.seed, args.smoke, max_states)
     core = core_speed(seconds=0.3 if args.smoke else args.core_seconds, seed=args.seed)
     if args.core_only:

@@ -177,3 +177,15 @@ def test_the_scripted_benchmark_prints_its_json_keys_last() -> None:
     assert {"env", "layouts", "steps", "prep_steps", "fort_rate", "ramp_defense_rate", "both_rate", "bound_both_rate",
             "sealed_both_rate", "ramp_from_door", "prep_for_0_9", "mismatches", "capped", "max_states"} <= set(result)
     assert result["env"] == "hide_and_seek-v1" and result["layouts"] == 6 and result["mismatches"] == 0
+
+
+@pytest.mark.parametrize("states", ["0", "-5"])
+def test_the_scripted_benchmark_refuses_a_search_cap_below_one(states: str, capsys) -> None:
+    """``--max-states 0`` used to read as "the default" (20,000): a cap that means nothing is refused
+    before any search runs."""
+    from benchmarks.hide_and_seek import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--scripted", "--max-states", states])
+    assert exit_.value.code == 2
+    assert "--max-states must be at least 1" in capsys.readouterr().err
