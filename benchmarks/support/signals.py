@@ -4,7 +4,9 @@ Python's default SIGTERM ends the process at once: no ``finally`` block and no `
 runs, so a benchmark that started an API process, an embedded Valkey, clients or a Ray
 cluster left them running. :func:`unwind_on_sigterm` turns the first SIGTERM into
 ``SystemExit(143)`` raised in the main thread, which unwinds through the script's cleanup
-like ``KeyboardInterrupt``; a second SIGTERM (cleanup that hangs) ends the process at once.
+like ``KeyboardInterrupt``. Later SIGTERMs are ignored: they often come together
+(``timeout`` signals its child and ``pkill -f`` matches both), and a second one used to end
+the cleanup it interrupted. A cleanup that hangs is ended with SIGKILL, as ``arena serve``'s.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ EXIT_SIGTERM = 128 + signal.SIGTERM
 
 
 def _unwind(signum: int, frame: FrameType | None) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM is not caught
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleanup this starts runs to its end
     raise SystemExit(EXIT_SIGTERM)
 
 

@@ -24,6 +24,8 @@ try:
     print(child.pid, flush=True)
     time.sleep(600)
 finally:
+    print("cleaning", flush=True)
+    time.sleep(0.5)  # a cleanup that takes a moment, as stopping a server does
     child.kill()
     child.wait()
 """
@@ -37,16 +39,21 @@ def alive(pid: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("unwind", [True, False])
-def test_sigterm_runs_the_cleanup(unwind: bool) -> None:
+@pytest.mark.parametrize(("unwind", "signals"), [(True, 1), (True, 2), (False, 1)],
+                         ids=["handler", "handler-twice", "python-default"])
+def test_sigterm_runs_the_cleanup(unwind: bool, signals: int) -> None:
     """With the handler, SIGTERM ends the script with status 143 after its ``finally`` killed
-    the child; without it (Python's default) the child is left running, which is the defect
-    the handler mends."""
+    the child, also when a second SIGTERM comes during the cleanup (``timeout`` and ``pkill -f``
+    send two: the second used to end the cleanup); without it (Python's default) the child is left
+    running, which is the defect the handler mends."""
     script = subprocess.Popen([sys.executable, "-c", SCRIPT.format(root=str(ROOT), unwind=unwind)],
                               stdout=subprocess.PIPE, text=True)
     child = int(script.stdout.readline())
     try:
         script.send_signal(signal.SIGTERM)
+        if signals == 2:
+            assert script.stdout.readline().strip() == "cleaning"
+            script.send_signal(signal.SIGTERM)  # while the cleanup runs
         status = script.wait(timeout=30)
         if unwind:
             assert status == 143
