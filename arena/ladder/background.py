@@ -72,7 +72,7 @@ from arena.ladder.people import HumanMatchQueue
 from arena.ladder.recorder import record_unrated
 from arena.ladder.registration import ladder_envs, register_builtin_agents
 from arena.ladder.retention import ReplayRetention
-from arena.ladder.work_queue import queue_timings
+from arena.ladder.work_queue import QueueWorker, queue_timings
 from arena.runners import MatchRunner
 from arena.snapshots.cache import load_snapshot_policy
 from arena.storage.db import repositories as repo
@@ -349,21 +349,21 @@ class BackgroundService(ServiceLoop):
     def cycle(self) -> float:
         return self.config.idle_sleep_s if self.step() == 0 else 0.0
 
+    def _workers(self) -> tuple[QueueWorker | FingerprintWorker, ...]:
+        """The loops beside the service's own, started and stopped with it."""
+        return self.people, self.challenges, self.tournament_games, self.fingerprints
+
     def start(self) -> BackgroundService:
         super().start()
-        self.people.start()
-        self.challenges.start()
-        self.tournament_games.start()
-        self.fingerprints.start()
+        for worker in self._workers():
+            worker.start()
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
-        for loop in (self, self.people, self.challenges, self.tournament_games, self.fingerprints):
+        for loop in (self, *self._workers()):
             loop.ask_to_stop()  # every loop's last round (a blocking pop of up to 1 s) ends at once, not in turn
         self.stop_loop(timeout)
-        self.people.stop()
-        self.challenges.stop()
-        self.tournament_games.stop()
-        self.fingerprints.stop()
+        for worker in self._workers():
+            worker.stop()
         self.lane.close()
         self.engine.close()
