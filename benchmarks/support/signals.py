@@ -25,5 +25,6 @@ def _unwind(signum: int, frame: FrameType | None) -> None:
 
 def unwind_on_sigterm() -> None:
     """Make SIGTERM unwind the main thread (``finally`` blocks and ``with`` exits run).
-    Call it first in a benchmark's ``main()``, from the main thread."""
+    Call it in a benchmark's ``if __name__ == "__main__":`` block, before ``main()``: not in
+    ``main()``, which tests call in their own process."""
     signal.signal(signal.SIGTERM, _unwind)
