@@ -36,8 +36,8 @@ import sys
 from arena.storage.redis_server import EmbeddedRedis, RedisUnavailable, connect_redis
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a background job ignores it)
 server = EmbeddedRedis({directory!r}).start()
-print(server.url, flush=True)
-try:
+try:  # the interrupt may come as soon as the test has read the URL, before print returns
+    print(server.url, flush=True)
     sys.stdin.readline()
 except KeyboardInterrupt:
     pass
