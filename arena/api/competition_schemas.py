@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, Field
 
 from arena.api.schemas import AgentPublic
+from arena.read.ratings import RatingRecord
 
 Path = Literal["weights", "onnx", "connected"]
 TeamName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.:+-]{0,63}$",
@@ -182,7 +183,7 @@ class EntryCreated(BaseModel):
     agent: AgentPublic
 
 
-class BoardRowPublic(BaseModel):
+class BoardRowPublic(RatingRecord):
     """One agent on a competition's board (the season's, or the final evaluation's)."""
 
     rank: int
@@ -193,13 +194,6 @@ class BoardRowPublic(BaseModel):
     team: str | None = Field(description="The entry's team; null: a reference agent.")
     reference: bool
     role: str
-    mu: float
-    sigma: float
-    conservative: float
-    games: int
-    wins: int
-    draws: int
-    losses: int
     division: str | None = Field(default=None, description="Its division (a boss: the one it guards).")
 
 

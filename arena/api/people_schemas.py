@@ -10,6 +10,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from arena.read.ratings import RatingRecord
+
 
 class PlayCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -27,20 +29,13 @@ class PlayPublic(BaseModel):
     ws_path: str = Field(description="The WebSocket to connect to (connected-agent protocol v1).")
 
 
-class HumanRow(BaseModel):
+class HumanRow(RatingRecord):
     rank: int
     user_id: int
     name: str
     agent_id: int = Field(description="The person's human agent of this env.")
-    mu: float
-    sigma: float
-    conservative: float = Field(description="mu - 3 sigma: what the board is ranked by.")
     ci_low: float
     ci_high: float
-    games: int
-    wins: int
-    draws: int
-    losses: int
     last_match_at: datetime | None
 
 

@@ -16,6 +16,18 @@ from league.ratings.rating import Rating, RatingEnv
 from league.scheduling.matchmaking import expected_matches_to_sigma
 
 
+class RatingRecord(BaseModel):
+    """A TrueSkill rating and the rated results behind it: the columns of every board's row."""
+
+    mu: float
+    sigma: float
+    conservative: float = Field(description="mu - 3 sigma: what boards rank by.")
+    games: int
+    wins: int
+    draws: int
+    losses: int
+
+
 @functools.lru_cache(maxsize=65536)
 def _matches_to_settle(sigma: float, env: RatingEnv) -> float:
     # Between equal means the update depends on sigma only, so mu is irrelevant here.
@@ -39,19 +51,11 @@ def matches_to_settle(status: str, sigmas: Sequence[float], env: RatingEnv) -> i
     return None if math.isinf(worst) else math.ceil(worst)
 
 
+class RatingStats(RatingRecord):
+    """A TrueSkill rating as users see it: mean, uncertainty, rated W/D/L, 95% interval, how far from settled."""
 
-class RatingStats(BaseModel):
-    """A TrueSkill rating as users see it: mean, uncertainty, 95% interval, rated W/D/L."""
-
-    mu: float
-    sigma: float
-    conservative: float = Field(description="mu - 3 sigma: the leaderboard's sort key.")
     ci_low: float = Field(description="mu - 1.96 sigma (95% interval).")
     ci_high: float = Field(description="mu + 1.96 sigma (95% interval).")
-    games: int
-    wins: int
-    draws: int
-    losses: int
     expected_matches_to_settle: int | None = Field(
         description="Expected rated matches until sigma reaches the placement target; 0 when "
         "settled, null for rejected/retired agents.")
