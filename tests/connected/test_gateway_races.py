@@ -233,16 +233,22 @@ class _FakeSocket:
         self.incoming.put_nowait({"type": "websocket.disconnect", "code": code})
 
 
-class _LosesCancels:
-    """A Redis client whose BLPOP loses one cancellation, as Python 3.11's wait_for does; it
-    counts the BLPOPs called (``calls``) and the cancellations lost (``lost``)."""
+class _RedisProxy:
+    """A Redis client that passes every call on to ``client``, but those a subclass overrides to
+    count or disturb them."""
 
     def __init__(self, client: aredis.Redis) -> None:
         self._client = client
-        self.calls = self.lost = 0
 
     def __getattr__(self, name: str):
         return getattr(self._client, name)
+
+
+class _LosesCancels(_RedisProxy):
+    """A Redis client whose BLPOP loses one cancellation, as Python 3.11's wait_for does; it
+    counts the BLPOPs called (``calls``) and the cancellations lost (``lost``)."""
+
+    calls = lost = 0
 
     async def blpop(self, keys, timeout):
         self.calls += 1

@@ -12,27 +12,21 @@ import uuid
 import msgpack
 import pytest
 import redis
-import redis.asyncio as aredis
 
 from arena.connected.broker import ConnectedBroker
 from arena.connected.gateway import Connection, redis_client
 from arena.connected.protocol import RESULTS_PER_FRAME, ProtocolError, decode_frame, encode, parse_hello, results_frame
 from arena.snapshots.keys import RedisKeys
-from tests.connected.test_gateway_races import _FakeSocket
+from tests.connected.test_gateway_races import _FakeSocket, _RedisProxy
 from tests.waiting import wait_for_async
 
 AGENT = 11
 
 
-class _CountsCalls:
+class _CountsCalls(_RedisProxy):
     """A Redis client that counts the events task's reads of the agent's results."""
 
-    def __init__(self, client: aredis.Redis) -> None:
-        self._client = client
-        self.blpops = self.lpops = 0
-
-    def __getattr__(self, name: str):
-        return getattr(self._client, name)
+    blpops = lpops = 0
 
     async def blpop(self, keys, timeout):
         self.blpops += 1
