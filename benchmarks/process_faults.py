@@ -256,8 +256,8 @@ def open_work(services) -> dict[str, int]:
     keys = services.pool.keys
     with services.sessions() as session:
         waiting = len(repo.list_agents(session, ENV, statuses=tuple(WAITING)))
-    return {"people_open": services.redis.scard(keys.human_matches_open()),
-            "challenges_open": services.redis.scard(keys.challenges_open()), "uploads_waiting": waiting}
+    return {"people_open": services.redis.scard(keys.work_queue("people").open_set),
+            "challenges_open": services.redis.scard(keys.work_queue("challenges").open_set), "uploads_waiting": waiting}
 
 
 def drain(services, load: Load, timeout_s: float) -> dict[str, int]:
@@ -281,11 +281,11 @@ def lost_work(services, load: Load) -> dict[str, int]:
     people = people_queue(services.redis, keys)
     records = {t["match_id"]: people.fields(t["match_id"]) for t in load.tickets}
     # Every record in Redis too: a request accepted while its answer was lost counts as well.
-    for raw in services.redis.scan_iter(match=keys.human_match("x")[:-1] + "*"):
+    for raw in services.redis.scan_iter(match=keys.work_queue("people").records + ":*"):
         match_id = raw.decode().rsplit(":", 1)[-1]
         records.setdefault(match_id, people.fields(match_id))
     challenges = {c: load_challenge(services.redis, keys, c) for c in load.challenges}
-    for raw in services.redis.scan_iter(match=keys.challenge("x")[:-1] + "*"):
+    for raw in services.redis.scan_iter(match=keys.work_queue("challenges").records + ":*"):
         challenge_id = raw.decode().rsplit(":", 1)[-1]
         if challenge_id not in challenges and services.redis.type(raw) == b"hash":
             challenges[challenge_id] = load_challenge(services.redis, keys, challenge_id)

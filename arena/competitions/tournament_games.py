@@ -83,7 +83,7 @@ class GameRequest:
 
 def tournament_queue(client: redis.Redis, keys: RedisKeys, **options: float) -> WorkQueue:
     """The durable queue of tournament games; ``options``: its ``stale_s`` and ``max_attempts``."""
-    return WorkQueue(client, keys.tournament_game, keys.tournament_games(), keys.tournament_games_open(), **options)
+    return WorkQueue(client, keys.work_queue("tournament_games"), **options)
 
 
 def queue_game(queue: WorkQueue, request: GameRequest) -> bool:

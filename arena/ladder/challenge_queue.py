@@ -58,7 +58,6 @@ class ChallengeQueue(QueueWorker):
                          lane.challenge_threads, "challenge", poll_s=poll_s, heartbeat_s=heartbeat_s, sweep_s=sweep_s)
         self.services = services
         self.lane = lane
-        self.keys = services.pool.keys
 
     def begin(self, claim: Claim) -> Future:
         return self.play(ChallengeRequest.from_json(claim.record["request"]))
@@ -90,9 +89,9 @@ class ChallengeQueue(QueueWorker):
             else:
                 record_unrated(self.services.sessions, spec, records, agent_ids)
             progress[0] += len(records)
-            self.services.redis.hset(self.keys.challenge(request.id), "recorded", progress[0])
+            self.services.redis.hset(self.queue.record(request.id), "recorded", progress[0])
 
-        self.services.redis.hset(self.keys.challenge(request.id), "recorded", len(stored))
+        self.services.redis.hset(self.queue.record(request.id), "recorded", len(stored))
         log.info("playing challenge %s of %s: %d of %d %s match(es) left", request.id, request.user, len(jobs),
                  len(request.jobs), request.env_id, extra={"challenge_id": request.id})
         return self.lane.play_challenge(request.env_id, jobs, sources, record, request.rated)

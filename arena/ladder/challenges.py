@@ -191,7 +191,7 @@ def plan_challenge(services: Services, user: str, env_id: str, agent_ids: list[i
 def challenge_queue(client: redis.Redis, keys: RedisKeys, **options: float) -> WorkQueue:
     """The durable queue of challenges (:mod:`arena.ladder.work_queue`); ``options``: its
     ``stale_s`` and ``max_attempts``."""
-    return WorkQueue(client, keys.challenge, keys.challenge_queue(), keys.challenges_open(), **options)
+    return WorkQueue(client, keys.work_queue("challenges"), **options)
 
 
 def queue_challenge(services: Services, request: ChallengeRequest, holds: list[Hold] | None = None) -> ChallengeRequest:
@@ -214,7 +214,8 @@ def queue_challenge(services: Services, request: ChallengeRequest, holds: list[H
 
 def load_challenge(client: redis.Redis, keys: RedisKeys, challenge_id: str) -> ChallengeState | None:
     """The challenge's record; ``None`` if there is none (unknown, or expired)."""
-    fields = {k.decode(): v.decode() for k, v in client.hgetall(keys.challenge(challenge_id)).items()}
+    record = client.hgetall(keys.work_queue("challenges").record(challenge_id))
+    fields = {k.decode(): v.decode() for k, v in record.items()}
     if "request" not in fields:
         return None
     return ChallengeState(ChallengeRequest.from_json(fields["request"]), fields.get("status", QUEUED),

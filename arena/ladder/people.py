@@ -246,7 +246,7 @@ def _open_game_holds(keys: RedisKeys, person: Person, env_id: str) -> list[Hold]
 def people_queue(client: redis.Redis, keys: RedisKeys, **options: float) -> WorkQueue:
     """The durable queue of people's games (:mod:`arena.ladder.work_queue`); ``options``: its
     ``stale_s`` and ``max_attempts``."""
-    return WorkQueue(client, keys.human_match, keys.human_matches(), keys.human_matches_open(), **options)
+    return WorkQueue(client, keys.work_queue("people"), **options)
 
 
 class HumanMatchQueue(QueueWorker):

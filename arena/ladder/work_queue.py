@@ -34,13 +34,13 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
 import redis
 
 from arena.core.loop import ServiceLoop
+from arena.snapshots.keys import WorkQueueKeys
 from envs.errors import ArenaError, ServiceUnavailable
 
 log = logging.getLogger(__name__)
@@ -147,19 +147,18 @@ class WorkQueue:
 
     Args:
         client: The app's Redis.
-        record: The key of an item's record, from its id.
-        queue: The list of queued ids.
-        open_set: The set of the ids queued or being played.
+        keys: Its keys (:meth:`~arena.snapshots.keys.RedisKeys.work_queue`): an item's record
+            from its id, the list of queued ids, the set of the ids queued or being played.
         stale_s: A claim without a heartbeat for this long is queued again by :meth:`sweep`.
         max_attempts: Claims of one item before it fails.
     """
 
-    def __init__(self, client: redis.Redis, record: Callable[[str], str], queue: str, open_set: str, *,
+    def __init__(self, client: redis.Redis, keys: WorkQueueKeys, *,
                  stale_s: float = STALE_S, max_attempts: int = MAX_ATTEMPTS) -> None:
         self.client = client
-        self.record = record
-        self.queue = queue
-        self.open_set = open_set
+        self.record = keys.record
+        self.queue = keys.queue
+        self.open_set = keys.open_set
         self.stale_s = stale_s
         self.max_attempts = max_attempts
         self._take, self._touch = client.register_script(_TAKE), client.register_script(_TOUCH)

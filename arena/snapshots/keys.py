@@ -75,8 +75,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["DEFAULT_PREFIX", "RedisKeys", "check_pool_name", "check_sha256", "league_pool"]
+__all__ = ["DEFAULT_PREFIX", "WORK_QUEUES", "RedisKeys", "WorkQueueKeys", "WorkQueueKind", "check_pool_name",
+           "check_sha256", "league_pool"]
 
 DEFAULT_PREFIX = "arena"
 
@@ -122,6 +124,30 @@ def league_pool(league: str, env_id: str, role: str | None = None) -> str:
         ValueError: The name is not a valid pool name (:func:`check_pool_name`).
     """
     return check_pool_name(f"league.{league}.{env_id}" + (f".{role}" if role is not None else ""))
+
+
+WorkQueueKind = Literal["people", "challenges", "tournament_games"]
+WORK_QUEUES: dict[WorkQueueKind, tuple[str, str, str]] = {
+    "people": ("people:game", "people:matches", "people:open"),
+    "challenges": ("challenge", "challenges:queue", "challenges:open"),
+    "tournament_games": ("tgame", "tgames:queue", "tgames:open"),
+}
+"""Each durable work queue (:mod:`arena.ladder.work_queue`): its records' key (before
+``:{id}``), its queue and its open set, after the prefix. The names are the stored ones."""
+
+
+@dataclass(frozen=True)
+class WorkQueueKeys:
+    """The keys of one durable work queue: records (HASH per item), queue (LIST of queued
+    ids), open set (SET of the ids queued or being played)."""
+
+    records: str
+    queue: str
+    open_set: str
+
+    def record(self, item_id: str) -> str:
+        """HASH of one item (:mod:`arena.ladder.work_queue`)."""
+        return f"{self.records}:{_limit_part(item_id)}"
 
 
 @dataclass(frozen=True)
@@ -200,45 +226,17 @@ class RedisKeys:
         """``SCAN MATCH`` pattern of every key in this namespace (prefix is glob-safe)."""
         return f"{self.prefix}:*"
 
-    def human_match(self, match_id: str) -> str:
-        """HASH of one person's game (:mod:`arena.ladder.people`, a :mod:`arena.ladder.work_queue` record)."""
-        return f"{self.prefix}:people:game:{_limit_part(match_id)}"
-
-    def human_matches(self) -> str:
-        """LIST of the ids of people's queued games, popped by the background service."""
-        return f"{self.prefix}:people:matches"
-
-    def human_matches_open(self) -> str:
-        """SET of the ids of people's games queued or being played."""
-        return f"{self.prefix}:people:open"
-
     def play_token(self, token_sha256: str) -> str:
         """STRING: the human agent a play token (given by its sha256) may connect as."""
         return f"{self.prefix}:people:token:{check_sha256(token_sha256)}"
 
-    def challenge(self, challenge_id: str) -> str:
-        """HASH of one challenge: its request, status, heartbeat, progress (:mod:`arena.ladder.challenges`)."""
-        return f"{self.prefix}:challenge:{_limit_part(challenge_id)}"
-
-    def challenge_queue(self) -> str:
-        """LIST of queued challenge ids, popped by the background service."""
-        return f"{self.prefix}:challenges:queue"
-
-    def challenges_open(self) -> str:
-        """SET of the ids of challenges queued or being played (what a service start looks through)."""
-        return f"{self.prefix}:challenges:open"
-
-    def tournament_game(self, match_id: str) -> str:
-        """HASH of one tournament game (:mod:`arena.competitions.tournament_games`)."""
-        return f"{self.prefix}:tgame:{_limit_part(match_id)}"
-
-    def tournament_games(self) -> str:
-        """LIST of queued tournament game ids, popped by the background service."""
-        return f"{self.prefix}:tgames:queue"
-
-    def tournament_games_open(self) -> str:
-        """SET of the ids of tournament games queued or being played."""
-        return f"{self.prefix}:tgames:open"
+    def work_queue(self, kind: WorkQueueKind) -> WorkQueueKeys:
+        """The keys of the durable work queue ``kind`` (one of :data:`WORK_QUEUES`)."""
+        try:
+            record, queue, open_set = WORK_QUEUES[kind]
+        except KeyError:
+            raise ValueError(f"no work queue {kind!r}; one of {', '.join(WORK_QUEUES)}") from None
+        return WorkQueueKeys(f"{self.prefix}:{record}", f"{self.prefix}:{queue}", f"{self.prefix}:{open_set}")
 
     def fingerprint(self, positions: str, sha256: str) -> str:
         """STRING: a snapshot's fingerprint on the position set ``positions`` (its digest)."""

@@ -105,12 +105,13 @@ def test_a_challenge_queued_while_no_service_runs_is_played_when_one_starts(clie
     # What the request left for a service: the record, queued and untouched, with every
     # match fixed, its id on the queue and among the open ones; and no match played.
     keys = services.pool.keys
+    challenges = keys.work_queue("challenges")
     stored = load_challenge(services.redis, keys, answer["id"])
     assert (stored.status, stored.attempts, stored.recorded, stored.finished) == ("queued", 0, 0, 0.0)
     assert stored.request.match_ids == answer["match_ids"] and list(stored.request.agent_ids) == body["agents"]
     assert not stored.request.rated and stored.request.env_id == ENV
-    assert services.redis.lrange(keys.challenge_queue(), 0, -1) == [answer["id"].encode()]
-    assert services.redis.smembers(keys.challenges_open()) == {answer["id"].encode()}
+    assert services.redis.lrange(challenges.queue, 0, -1) == [answer["id"].encode()]
+    assert services.redis.smembers(challenges.open_set) == {answer["id"].encode()}
     assert client.get(queued.headers["Location"]).json()["status"] == "queued"
     with services.sessions() as session:
         assert repo.count_matches(session) == before  # the request played nothing
@@ -134,11 +135,12 @@ def test_a_challenge_a_dead_service_left_half_played_is_finished_by_the_next_eac
     body = {"env": ENV, "agents": [ids["heuristic"], ids["random"]], "matches": 6}
     answer = client.post(f"{API}/challenges", json=body, headers=auth(token)).json()
     keys = services.pool.keys
+    challenges = keys.work_queue("challenges")
     # What a service killed mid-play leaves (we cannot SIGKILL a thread): the id popped,
     # the record "playing" under its owner with a heartbeat from a minute ago, and the
     # first three matches recorded with the challenge's ids and seeds.
-    assert services.redis.lpop(keys.challenge_queue()).decode() == answer["id"]
-    services.redis.hset(keys.challenge(answer["id"]), mapping={
+    assert services.redis.lpop(challenges.queue).decode() == answer["id"]
+    services.redis.hset(challenges.record(answer["id"]), mapping={
         "status": "playing", "owner": "dead-service", "heartbeat": time.time() - 60, "attempts": 1})
     key = {ids["heuristic"]: "heuristic", ids["random"]: "random"}
     match_ids = answer["match_ids"]
@@ -162,16 +164,16 @@ def test_a_challenge_a_dead_service_left_half_played_is_finished_by_the_next_eac
     assert sorted(m.id for m in stored) == sorted(match_ids)  # every match once
     assert {m.id: m.seq for m in stored if m.id in early} == early  # the first three were not played again
     assert {m.id: m.seed for m in stored} == {m: seed for m, seed, _ in request.jobs}
-    assert services.redis.sismember(keys.challenges_open(), answer["id"]) == 0
+    assert services.redis.sismember(challenges.open_set, answer["id"]) == 0
 
 
 def test_a_challenge_that_keeps_killing_its_service_fails_and_one_whose_agent_retired_fails_at_once(client, services):
     ids = seed_ladder(services, ["heuristic", "random"], 10)
     token = new_user(client, "cy")
-    keys = services.pool.keys
+    challenges = services.pool.keys.work_queue("challenges")
     body = {"env": ENV, "agents": [ids["heuristic"], ids["random"]], "matches": 2}
     doomed = client.post(f"{API}/challenges", json=body, headers=auth(token)).json()
-    services.redis.hset(keys.challenge(doomed["id"]), "attempts", MAX_ATTEMPTS)  # started thrice, never finished
+    services.redis.hset(challenges.record(doomed["id"]), "attempts", MAX_ATTEMPTS)  # started thrice, never finished
     assert play_challenges(services) == 1
     failed = client.get(f"{API}/challenges/{doomed['id']}").json()
     assert failed["status"] == "failed" and f"{MAX_ATTEMPTS} times" in failed["error"] and failed["results"] == []

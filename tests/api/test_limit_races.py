@@ -52,8 +52,9 @@ def test_racing_challenges_never_pass_the_in_flight_limit(live):
     # No service plays them: every challenge accepted stays in flight.
     assert Counter(race([ask] * RACERS)) == Counter({202: IN_FLIGHT, 429: RACERS - IN_FLIGHT})
     keys = services.pool.keys
-    assert services.redis.llen(keys.challenge_queue()) == IN_FLIGHT
-    assert services.redis.scard(keys.challenges_open()) == IN_FLIGHT
+    challenges = keys.work_queue("challenges")
+    assert services.redis.llen(challenges.queue) == IN_FLIGHT
+    assert services.redis.scard(challenges.open_set) == IN_FLIGHT
     assert services.redis.get(keys.busy("challenges", str(user_id))) == str(IN_FLIGHT).encode()
     [matches_key] = services.redis.keys(f"{keys.prefix}:limit:challenge-matches:{user_id}:*")
     assert services.redis.get(matches_key) == str(IN_FLIGHT * body["matches"]).encode()  # the refused gave back

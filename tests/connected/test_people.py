@@ -212,7 +212,7 @@ def test_guests_open_at_most_a_few_games_per_address_and_play_tokens_play_only_t
     tickets = [t.json() for t in tickets]
     over = httpx.post(url)
     assert over.status_code == 429 and "open games" in over.json()["detail"]
-    assert services.redis.llen(services.pool.keys.human_matches()) == OPEN_GAMES
+    assert services.redis.llen(services.pool.keys.work_queue("people").queue) == OPEN_GAMES
 
     with services.sessions() as session:
         guests = [repo.get_agent(session, t["human_agent_id"]) for t in tickets]
@@ -247,12 +247,13 @@ def _queue_game(services, match_id: str, hold: str, token: str, queued: float, g
 
 def test_a_game_not_started_in_time_or_started_too_often_fails_and_gives_its_slot_back(live):
     services, keys = live.services, live.services.pool.keys
+    people = keys.work_queue("people")
     guest = services.sessions.write_transaction(
         lambda s: register_connected_agent(s, ENV, "guest-00000001", None, None, kind="human")[0], what="a guest")
     hold = keys.busy(OPEN_GAMES_NAME, "address:10.0.0.1")
     _queue_game(services, "m-stale", hold, "token-stale", time.time() - START_WITHIN_S - 1, guest.id)
     _queue_game(services, "m-doomed", hold, "token-doomed", time.time(), guest.id)
-    services.redis.hset(keys.human_match("m-doomed"), "attempts", MAX_ATTEMPTS)  # its service died thrice
+    services.redis.hset(people.record("m-doomed"), "attempts", MAX_ATTEMPTS)  # its service died thrice
     _queue_game(services, "m-gone", hold, "token-gone", time.time(), guest.id, agent_id=10**6)  # no such agent
     assert services.redis.get(hold) == b"3"
     lane = ConnectedLane(services)
@@ -273,7 +274,7 @@ def test_a_game_not_started_in_time_or_started_too_often_fails_and_gives_its_slo
         record = people_queue(services.redis, keys).fields(match_id)
         assert (record["status"], record["owner"]) == ("failed", "")
     assert services.redis.get(hold) is None  # the three slots given back, once each
-    assert services.redis.llen(keys.human_matches()) == 0 and services.redis.scard(keys.human_matches_open()) == 0
+    assert services.redis.llen(people.queue) == 0 and services.redis.scard(people.open_set) == 0
     assert play_token_agent(services.redis, keys, "token-stale") is None
     assert play_token_agent(services.redis, keys, "token-doomed") is None
     assert play_token_agent(services.redis, keys, "token-gone") is None
@@ -295,6 +296,7 @@ def _record_when(services, match_id: str, ready, timeout: float = 60.0) -> dict[
 def test_a_game_whose_service_is_killed_is_played_once_by_the_next_and_gives_its_slot_back(
         live, run_client, migrated_db_url, redis_url, tmp_path):
     services, keys = live.services, live.services.pool.keys
+    people = keys.work_queue("people")
     agent_id = services.sessions.write_transaction(lambda s: register_builtin_agents(s, ENV, ["heuristic"]),
                                                    what="builtins")["heuristic"]
     token = live.user("fay")
@@ -338,11 +340,12 @@ def test_a_game_whose_service_is_killed_is_played_once_by_the_next_and_gives_its
     assert services.redis.get(slot) is None  # the slot given back
     assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}")) is None
     assert play_token_agent(services.redis, keys, ticket["play_token"]) is None
-    assert services.redis.scard(keys.human_matches_open()) == 0 and services.redis.llen(keys.human_matches()) == 0
+    assert services.redis.scard(people.open_set) == 0 and services.redis.llen(people.queue) == 0
 
 
 def test_racing_play_requests_open_one_game_per_env_and_at_most_the_open_games(live):
     services, keys = live.services, live.services.pool.keys
+    people = keys.work_queue("people")
     agents = {env: services.sessions.write_transaction(lambda s, env=env: register_builtin_agents(s, env, ["random"]),
                                                        what="builtins")["random"] for env in PLAYABLE_ENVS}
     auth = {"Authorization": f"Bearer {live.user('gail')}"}
@@ -358,7 +361,7 @@ def test_racing_play_requests_open_one_game_per_env_and_at_most_the_open_games(l
     uid = user_id(services, auth["Authorization"].removeprefix("Bearer "))
     assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}:{ENV}")) == b"1"
     assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}")) == b"1"
-    assert services.redis.llen(keys.human_matches()) == 1
+    assert services.redis.llen(people.queue) == 1
 
     # 20 at once spread over the envs: OPEN_GAMES in all, one per env.
     codes = race([functools.partial(play, agents[PLAYABLE_ENVS[k % len(PLAYABLE_ENVS)]]) for k in range(racers)])
@@ -366,7 +369,7 @@ def test_racing_play_requests_open_one_game_per_env_and_at_most_the_open_games(l
     assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}")) == str(OPEN_GAMES).encode()
     for env in PLAYABLE_ENVS:
         assert services.redis.get(keys.busy(OPEN_GAMES_NAME, f"user:{uid}:{env}")) == b"1"
-    assert services.redis.llen(keys.human_matches()) == OPEN_GAMES
+    assert services.redis.llen(people.queue) == OPEN_GAMES
     with services.sessions() as session:
         humans = [a for env in PLAYABLE_ENVS for a in repo.list_agents(session, env) if a.kind == "human"]
     assert sorted(a.env_id for a in humans) == sorted(PLAYABLE_ENVS)  # one human agent per env, no twins

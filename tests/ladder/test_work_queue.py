@@ -27,7 +27,7 @@ STALE_S = 30.0
 def queue(redis_url: str) -> WorkQueue:
     client = connect_redis(redis_url, timeout_s=5)
     keys = RedisKeys(prefix="wq-test")
-    return WorkQueue(client, keys.challenge, keys.challenge_queue(), keys.challenges_open(), stale_s=STALE_S)
+    return WorkQueue(client, keys.work_queue("challenges"), stale_s=STALE_S)
 
 
 def _put(queue: WorkQueue, *ids: str) -> None:
