@@ -1,14 +1,14 @@
-"""Checkpoints: ``agent.safetensors`` (weights) + ``agent.json`` (spec) with the same stem.
+"""Checkpoints: ``agent.safetensors`` (weights) + ``agent.json`` (spec) with the same stem, as torch tensors.
 
 The spec format and its validation live in :mod:`agents.checkpoint_spec` (re-exported
 here).
 
-Loading is the trust boundary of the arena: anyone can upload a checkpoint. Nothing
-is ever unpickled, ``torch.load``-ed or scripted. The safetensors header is parsed and
-checked here first (:mod:`agents.safetensors_header`), then the bytes go to the
-safetensors library, then the tensors must match exactly the state dict of
-``build_net(arch, hparams, obs_shape, num_actions)``. Every failure raises
-:class:`InvalidSubmission` with a message saying what to fix.
+Loading is the trust boundary of the arena: anyone can upload a checkpoint. The bytes
+are checked without torch by :func:`agents.checkpoint_weights.check_weights` (header,
+the safetensors library's parser, every tensor's name, shape, dtype and values; what the
+API runs on an upload); loading here adds only the step to torch tensors, for building
+the network. Every failure raises :class:`InvalidSubmission` with a message saying what
+to fix.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,27 +24,23 @@ from typing import Any
 
 import safetensors.torch
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load as load_safetensors_bytes  # tensors only, never code
 from torch import nn
 
 from agents.checkpoint_spec import (
     FORMAT_VERSION,
     MAX_SPEC_BYTES,
-    ONNX_ARCH,
     SPEC_FIELDS,
     CheckpointSpec,
     make_spec,
     validate_spec,
 )
-from agents.nets import build_net
-from agents.safetensors_header import parse_header
+from agents.checkpoint_weights import DEFAULT_MAX_BYTES, check_tensors, check_weights
+from agents.files import atomic_write
 from envs.errors import InvalidSubmission
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "DEFAULT_MAX_BYTES",
     "FORMAT_VERSION",
     "SPEC_FIELDS",
     "CheckpointSpec",
@@ -59,9 +54,6 @@ __all__ = [
     "serialize_weights",
     "validate_spec",
 ]
-
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-"""Largest accepted weights file (64 MiB)."""
 
 
 @dataclass(frozen=True)
@@ -79,15 +71,12 @@ class LoadedCheckpoint:
     sha256: str
 
 
-def _list(names: list[str], limit: int = 8) -> str:
-    more = f" (+{len(names) - limit} more)" if len(names) > limit else ""
-    return ", ".join(names[:limit]) + more
-
-
 def check_state_dict(
     spec: CheckpointSpec, state_dict: Mapping[str, torch.Tensor], *, require_finite: bool = True
 ) -> None:
     """Require ``state_dict`` to match ``build_net(spec)`` exactly: keys, shapes, float32.
+
+    The checks of :func:`agents.checkpoint_weights.check_tensors`, on torch tensors.
 
     Args:
         spec: A validated spec.
@@ -97,31 +86,9 @@ def check_state_dict(
     Raises:
         InvalidSubmission: Listing missing/unexpected keys or the first bad tensor.
     """
-    with torch.device("meta"):
-        expected = build_net(spec.arch, spec.hparams, spec.obs_shape, spec.num_actions).state_dict()
-    missing = sorted(set(expected) - set(state_dict))
-    unexpected = sorted(set(state_dict) - set(expected))
-    if missing or unexpected:
-        parts = ([f"missing tensors: {_list(missing)}"] if missing else []) + (
-            [f"unexpected tensors: {_list(unexpected)}"] if unexpected else []
-        )
-        raise InvalidSubmission(
-            f"weights do not match arch {spec.arch!r} with hparams {spec.hparams}: {'; '.join(parts)}"
-        )
-    for key, want in expected.items():
-        got = state_dict[key]
-        if tuple(got.shape) != tuple(want.shape):
-            raise InvalidSubmission(
-                f"tensor {key!r} has shape {list(got.shape)}, expected {list(want.shape)} "
-                f"for arch {spec.arch!r} with hparams {spec.hparams}"
-            )
-        if got.dtype != torch.float32:
-            raise InvalidSubmission(
-                f"tensor {key!r} has dtype {str(got.dtype).removeprefix('torch.')}, expected "
-                "float32; convert with tensor.float() before saving"
-            )
-        if require_finite and not bool(torch.isfinite(got).all()):
-            raise InvalidSubmission(f"tensor {key!r} contains NaN or infinite values")
+    layout = {k: (tuple(v.shape), str(v.dtype).removeprefix("torch.")) for k, v in state_dict.items()}
+    check_tensors(spec, layout,
+                  (lambda key: bool(torch.isfinite(state_dict[key]).all())) if require_finite else None)
 
 
 def serialize_weights(state_dict: Mapping[str, torch.Tensor]) -> bytes:
@@ -159,39 +126,14 @@ def load_checkpoint_bytes(
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> LoadedCheckpoint:
-    """Validate and load a checkpoint held in memory (e.g. an HTTP upload).
+    """Validate and load a checkpoint held in memory (e.g. a pooled snapshot).
 
-    Args:
-        weights: Raw ``.safetensors`` bytes.
-        spec_json: ``agent.json`` contents (bytes, str or parsed dict).
-        max_bytes: Size limit of ``weights``.
-
-    Returns:
-        The validated checkpoint; ``sha256`` is the hash of ``weights``.
-
-    Raises:
-        InvalidSubmission: Size, format, spec or tensor mismatch; the message says what to fix.
+    :func:`agents.checkpoint_weights.check_weights` (its arguments, checks and errors), then
+    the checked tensors as torch tensors sharing their memory.
     """
-    if len(weights) > max_bytes:
-        raise InvalidSubmission(
-            f"weights file is {len(weights):,} bytes, over the limit of {max_bytes:,} bytes"
-        )
-    spec = validate_spec(spec_json)
-    if spec.arch == ONNX_ARCH:
-        raise InvalidSubmission(
-            f"the spec says \"arch\": \"{ONNX_ARCH}\", which goes with an .onnx model, not "
-            "safetensors weights; submit the .onnx file, or give the spec the arch the "
-            "weights were trained with (e.g. \"mlp\")"
-        )
-    parse_header(weights)
-    try:
-        state_dict = load_safetensors_bytes(bytes(weights))
-    except (SafetensorError, ValueError, RuntimeError) as e:  # ours should have caught it first
-        raise InvalidSubmission(f"not a loadable safetensors file: {e}") from None
-    check_state_dict(spec, state_dict)
-    return LoadedCheckpoint(
-        spec=spec, state_dict=state_dict, sha256=hashlib.sha256(weights).hexdigest()
-    )
+    checked = check_weights(weights, spec_json, max_bytes=max_bytes)
+    state_dict = {key: torch.from_numpy(array) for key, array in checked.tensors.items()}
+    return LoadedCheckpoint(spec=checked.spec, state_dict=state_dict, sha256=checked.sha256)
 
 
 def checkpoint_paths(path: str | os.PathLike) -> tuple[Path, Path]:
@@ -233,28 +175,6 @@ def load_checkpoint(
         return load_checkpoint_bytes(weights, spec_bytes, max_bytes=max_bytes)
     except InvalidSubmission as e:
         raise InvalidSubmission(f"{weights_path.name}: {e}") from None
-
-
-def atomic_write(path: Path, data: bytes, *, fsync: bool = False) -> None:
-    """Write ``data`` to ``path`` so readers see the old file or the whole new one.
-
-    Args:
-        path: Destination; its folder is created if missing.
-        data: The bytes.
-        fsync: Flush to disk before the rename (durable copies want this).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if fsync:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_checkpoint(

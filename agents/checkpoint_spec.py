@@ -8,7 +8,7 @@ Spec fields::
 
 ``env`` must be registered, ``role`` one of its team roles, ``obs_shape`` and
 ``num_actions`` exactly the env's for that role, ``arch``/``hparams`` valid in
-:mod:`agents.nets`. Unknown fields are refused so a typo is never silently ignored.
+:mod:`agents.archs`. Unknown fields are refused so a typo is never silently ignored.
 
 ``"arch": "onnx"`` describes an ONNX model (:mod:`agents.onnx_agents.policy`) instead of
 safetensors weights: the graph itself is the architecture, so ``hparams`` is only
@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents.nets import get_arch, resolve_hparams, unknown_keys
+from agents.archs import get_arch, resolve_hparams, unknown_keys
 from agents.safetensors_header import strict_json
 from envs.errors import InvalidSubmission, UnknownEnv
 from envs.registry import get_spec

@@ -35,7 +35,6 @@ import torch
 from torch import nn
 
 from agents.checkpoint import (
-    DEFAULT_MAX_BYTES,
     CheckpointSpec,
     LoadedCheckpoint,
     check_state_dict,
@@ -45,6 +44,7 @@ from agents.checkpoint import (
     serialize_weights,
     validate_spec,
 )
+from agents.checkpoint_weights import DEFAULT_MAX_BYTES
 from agents.nets import build_net
 from agents.policy import MatchRng
 
@@ -261,7 +261,7 @@ def random_init_checkpoint(
 
     Args:
         env_id: Registered env id.
-        arch: Architecture name (see :data:`agents.nets.ARCHS`).
+        arch: Architecture name (see :data:`agents.archs.ARCHS`).
         hparams: Hyper-parameters; defaults when omitted.
         seed: Initialization seed.
         role: Team role to play; may be omitted when the env has a single role.

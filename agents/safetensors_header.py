@@ -23,6 +23,8 @@ from envs.errors import InvalidSubmission
 
 DTYPE_SIZES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2}
 """dtypes a checkpoint may declare, with their item size in bytes."""
+DTYPE_NAMES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+"""The same dtypes by the names numpy and torch give them (what an error message says)."""
 MAX_HEADER_BYTES = 1 << 20
 MAX_TENSORS = 1024
 MAX_NDIM = 8

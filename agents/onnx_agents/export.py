@@ -19,8 +19,9 @@ import warnings
 import torch
 from torch import nn
 
-from agents.checkpoint import LoadedCheckpoint, atomic_write, load_checkpoint
+from agents.checkpoint import LoadedCheckpoint, load_checkpoint
 from agents.checkpoint_spec import ONNX_ARCH, CheckpointSpec, validate_spec
+from agents.files import atomic_write
 from agents.nets import build_net
 from agents.onnx_agents.policy import ValidatedOnnx, onnx_paths, validate_onnx_bytes
 

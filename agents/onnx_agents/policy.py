@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from agents.checkpoint import DEFAULT_MAX_BYTES, CheckpointSpec, validate_spec
-from agents.checkpoint_spec import MAX_SPEC_BYTES, ONNX_ARCH
+from agents.checkpoint_spec import MAX_SPEC_BYTES, ONNX_ARCH, CheckpointSpec, validate_spec
+from agents.checkpoint_weights import DEFAULT_MAX_BYTES
 from agents.neural import sample_masked
 from agents.onnx_agents.model import check_signature, check_structure, parse_model
 from agents.onnx_agents.probe import PROBE_ROWS, probe_observations, run_probes

@@ -231,10 +231,6 @@ def serve(
     from arena.api.app import create_app
     from arena.core.logs import configure_logging
     from arena.core.settings import get_settings
-    from arena.evaluation.probes import ProbeService
-    from arena.ladder.background import BackgroundService, ServiceConfig
-    from arena.ladder.demo import seed_demo
-    from arena.runners import InProcessRunner
     from arena.storage.wiring import open_services
 
     settings = get_settings()
@@ -251,6 +247,13 @@ def serve(
             service = probes = runner = None
             try:
                 if background:
+                    # The service's modules (the engine, torch) only where it runs: an API process
+                    # alone (--no-service) never imports them.
+                    from arena.evaluation.probes import ProbeService
+                    from arena.ladder.background import BackgroundService, ServiceConfig
+                    from arena.ladder.demo import seed_demo
+                    from arena.runners import InProcessRunner
+
                     config = ServiceConfig.from_settings(settings, max_rate=max_rate)
                     if demo:
                         n = seed_demo(services, config.envs)

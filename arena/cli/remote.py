@@ -202,8 +202,8 @@ def agent_init(
         get_spec(env)  # fail fast, before importing torch
     except ArenaError as exc:
         fail(str(exc))
+    from agents.archs import count_parameters
     from agents.checkpoint import checkpoint_paths
-    from agents.nets import count_parameters
     from agents.neural import write_checkpoint
 
     weights_path, spec_path = checkpoint_paths(out)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from agents.files import atomic_write
 from arena.client.errors import ArenaTimeout
 from arena.client.files import holds, pulled_paths, read_file, spec_text, validate_download, weights_path
 from arena.client.progress import placement_progress
@@ -127,8 +128,6 @@ class AgentEndpoints(ApiTransport):
         if not force and (weights_file.exists() or spec_file.exists()):
             raise ArenaError(f"{weights_file} or {spec_file} exists with other content; pass force=True (--force) "
                              "to overwrite, or another --out folder")
-        from agents.checkpoint import atomic_write  # torch: only once there is something to validate and write
-
         data = self.agent_weights(agent_id)
         if sha and hashlib.sha256(data).hexdigest() != sha:
             raise ArenaError(f"agent {agent_id} changed while it was downloaded; try again")

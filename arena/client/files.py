@@ -82,16 +82,15 @@ def validate_download(data: bytes, spec: Mapping[str, Any]) -> None:
     Raises:
         InvalidSubmission: What is wrong with them.
     """
-    from agents.checkpoint import DEFAULT_MAX_BYTES  # torch: only once there is something to check
+    # numpy, safetensors and the env registry: only once there is something to check
+    from agents.checkpoint_weights import DEFAULT_MAX_BYTES, check_weights
 
     if spec.get("arch") == "onnx":
         from agents.onnx_agents.policy import validate_onnx_bytes
 
         validate_onnx_bytes(data, dict(spec), DEFAULT_MAX_BYTES)
     else:
-        from agents.checkpoint import load_checkpoint_bytes
-
-        load_checkpoint_bytes(data, dict(spec), max_bytes=DEFAULT_MAX_BYTES)
+        check_weights(data, dict(spec), max_bytes=DEFAULT_MAX_BYTES)
 
 
 def holds(path: Path, *, sha256: str | None = None, data: bytes | None = None) -> bool:

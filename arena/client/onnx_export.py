@@ -27,8 +27,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from agents.checkpoint import atomic_write
 from agents.checkpoint_spec import ONNX_ARCH, make_spec
+from agents.files import atomic_write
 from agents.onnx_agents.export import export_module
 from agents.onnx_agents.policy import ValidatedOnnx, onnx_paths, validate_onnx_bytes
 

@@ -11,8 +11,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from agents.checkpoint import validate_spec
-from agents.checkpoint_spec import ONNX_ARCH
+from agents.checkpoint_spec import ONNX_ARCH, validate_spec
 from arena.competitions.rules import CompetitionState, retry_after_s, utc_day
 from arena.competitions.service import Caller, user_of
 from arena.core.errors import Conflict, Forbidden, TooManyRequests, UnknownCompetition

@@ -28,15 +28,17 @@ import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import redis
 
 from arena.evaluation.fingerprint_positions import Positions
-from arena.snapshots.cache import SnapshotSource, load_snapshot_policy
 from arena.snapshots.keys import RedisKeys
 from league.evaluation.fingerprints import masked_probabilities
+
+if TYPE_CHECKING:
+    from arena.snapshots.cache import SnapshotSource
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +206,9 @@ class FingerprintStore:
                 self._local.popitem(last=False)
 
     def _compute(self, positions: Positions, sha256: str) -> np.ndarray:
+        # torch: the worker's side builds the policy; the API, which only reads and queues, never does
+        from arena.snapshots.cache import load_snapshot_policy
+
         policy = load_snapshot_policy(self.source, sha256, "cpu", max_bytes=self.max_bytes)
         spec = policy.spec
         if (spec.env, spec.role) != (positions.env_id, positions.role):

@@ -46,7 +46,7 @@ def run_probe(job: ProbeJob, progress: Callable[[int, int], None] | None = None)
     limit_resources(job.get("niceness", NICENESS))
     from agents.catalog import make_policy
     from agents.trainers.exploit_probe import ProbeConfig, probe_exploitability
-    from arena.snapshots.formats import snapshot_policy
+    from arena.snapshots.cache import snapshot_policy
 
     env_id = job["env_id"]
     if "builtin" in job:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
-from agents.checkpoint import CheckpointSpec
+from agents.checkpoint_spec import CheckpointSpec
 from agents.role_baselines import baseline_role
 from arena.core.agent_status import AgentStatus
 from arena.storage.db import repositories as repo

@@ -3,8 +3,8 @@
 Order matters for the promise "a rejected upload stores nothing": the form fields,
 the env, the spec and the weights are checked before anything is written. The spec's
 arch says what the weights are: safetensors of a registry arch
-(:func:`agents.checkpoint.load_checkpoint_bytes`: header, names, shapes, dtypes,
-finiteness) or, for ``"arch": "onnx"``, an ONNX model
+(:func:`agents.checkpoint_weights.check_weights`: header, names, shapes, dtypes,
+finiteness; no torch) or, for ``"arch": "onnx"``, an ONNX model
 (:func:`agents.onnx_agents.policy.validate_onnx_bytes`: protobuf, opsets, operators,
 external data, declared tensor sizes, signature, then the checker and probe batches of
 real observations under a deadline, in a sandboxed worker process: one that dies is a
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from agents.checkpoint import CheckpointSpec, load_checkpoint_bytes, validate_spec
-from agents.checkpoint_spec import MAX_SPEC_BYTES, ONNX_ARCH
+from agents.checkpoint_spec import MAX_SPEC_BYTES, ONNX_ARCH, CheckpointSpec, validate_spec
+from agents.checkpoint_weights import check_weights
 from arena.core.errors import Conflict
 from arena.ladder.registration import QUEUED_REASON, ladder_envs, register_snapshot_agent, snapshot_agent_key
 from arena.storage.db import repositories as repo
@@ -95,8 +95,8 @@ def validate_weights(services: Services, sub: Submission) -> tuple[CheckpointSpe
     limit = services.settings.max_upload_bytes
     spec = validate_spec(sub.spec)
     if spec.arch != ONNX_ARCH:
-        checkpoint = load_checkpoint_bytes(sub.weights, spec.to_json(), max_bytes=limit)
-        return checkpoint.spec, checkpoint.sha256
+        checked = check_weights(sub.weights, spec.to_json(), max_bytes=limit)
+        return checked.spec, checked.sha256
     from agents.onnx_agents.policy import validate_onnx_bytes  # onnxruntime only when needed
     from agents.onnx_agents.sandbox import validation_sandbox
 

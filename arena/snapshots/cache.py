@@ -9,10 +9,15 @@ worker's device (a :class:`~agents.neural.NeuralPolicy`, or an
 :class:`~agents.onnx_agents.policy.OnnxPolicy` whose runs end at the engine's time
 budget) and keeps at most ``capacity`` of them, evicting the least recently used.
 Memory is therefore bounded by ``capacity``, whatever the size of the pool.
+
+:func:`snapshot_policy` is where pooled bytes become a network, so this module imports
+torch: the processes that play matches (the background service, Ray workers, CLI
+commands) import it, an API process never does.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from dataclasses import dataclass
@@ -21,12 +26,14 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import torch
 
-from agents.checkpoint import DEFAULT_MAX_BYTES, CheckpointSpec
+from agents.checkpoint import load_checkpoint_bytes
+from agents.checkpoint_spec import CheckpointSpec
+from agents.checkpoint_weights import DEFAULT_MAX_BYTES
 from agents.neural import NeuralPolicy
 from agents.policy import MatchRng
 from arena.core.lru import BuildingLru
 from arena.engine import DEFAULT_TIME_BUDGET_S
-from arena.snapshots.formats import snapshot_policy
+from arena.snapshots.formats import SpecLike, snapshot_format, spec_json
 from arena.snapshots.keys import check_sha256
 from arena.snapshots.pool import SnapshotCorrupt
 
@@ -35,7 +42,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CacheStats", "SnapshotCache", "SnapshotPolicy", "SnapshotSource", "load_snapshot_policy"]
+__all__ = ["CacheStats", "SnapshotCache", "SnapshotPolicy", "SnapshotSource", "load_snapshot_policy", "onnx_device",
+           "snapshot_policy"]
 
 
 class SnapshotSource(Protocol):
@@ -163,6 +171,59 @@ def load_snapshot_policy(
         )
     return snapshot_policy(weights, spec, device=device, temperature=temperature,
                            time_limit_s=time_limit_s, max_bytes=max_bytes)
+
+
+@functools.cache
+def _onnx_has_cuda() -> bool:
+    # Asked of a sandboxed ONNX worker: this process never imports onnxruntime.
+    from agents.onnx_agents.sandbox import default_sandbox
+
+    return "CUDAExecutionProvider" in default_sandbox().hello().get("providers", [])
+
+
+def onnx_device(device: str | torch.device) -> str:
+    """The onnxruntime device for a worker on ``device``: its CUDA device where onnxruntime
+    has the CUDA provider, else the CPU (a GPU worker still plays ONNX agents)."""
+    name = str(device)
+    if name.startswith("cuda") and not _onnx_has_cuda():
+        log.info("onnxruntime has no CUDA provider (install onnxruntime-gpu); ONNX agents "
+                 "run on the CPU")
+        return "cpu"
+    return name
+
+
+def snapshot_policy(
+    weights: bytes,
+    spec: SpecLike,
+    *,
+    device: str | torch.device = "cpu",
+    temperature: float = 1.0,
+    time_limit_s: float,
+    max_bytes: int,
+) -> NeuralPolicy | OnnxPolicy:
+    """The policy of stored snapshot bytes (checked as :func:`~arena.snapshots.formats.verify_snapshot` does).
+
+    Args:
+        weights: The snapshot's bytes, already checked against their sha256.
+        spec: Its spec.
+        device: Where it runs (``"cpu"``, ``"cuda"``, ``"auto"``).
+        temperature: Sampling temperature.
+        time_limit_s: Deadline of one ``act`` call of an ONNX model: the engine's time
+            budget, so an overrun run is terminated when the engine gives up on it.
+            (Arena's own architectures run one bounded forward pass.)
+        max_bytes: Largest accepted bytes.
+
+    Raises:
+        InvalidSubmission: The bytes fail validation under ``spec``.
+    """
+    if snapshot_format(spec) == "onnx":
+        from agents.onnx_agents.policy import OnnxPolicy, stored_onnx
+
+        model = stored_onnx(weights, spec, max_bytes)
+        return OnnxPolicy(model, device=onnx_device(device), temperature=temperature,
+                          time_limit_s=time_limit_s)
+    checkpoint = load_checkpoint_bytes(weights, spec_json(spec), max_bytes=max_bytes)
+    return NeuralPolicy(checkpoint, device=device, temperature=temperature)
 
 
 class SnapshotPolicy:

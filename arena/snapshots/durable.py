@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote, unquote
 
-from agents.checkpoint import atomic_write
+from agents.files import atomic_write
 from arena.snapshots.formats import weights_suffix
 from arena.snapshots.keys import check_pool_name, check_sha256
 

@@ -22,17 +22,20 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
-from torch import nn
 
-from agents.checkpoint import DEFAULT_MAX_BYTES, CheckpointSpec, serialize_weights, validate_spec
+from agents.checkpoint_spec import CheckpointSpec, validate_spec
+from agents.checkpoint_weights import DEFAULT_MAX_BYTES
 from arena.core.settings import Settings
 from arena.snapshots.durable import DurableStore, FileSnapshotStore, SnapshotRecord
 from arena.snapshots.formats import verify_snapshot
 from arena.snapshots.keys import RedisKeys, check_pool_name, check_sha256
 from envs.errors import ArenaError
+
+if TYPE_CHECKING:
+    from torch import nn
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +182,8 @@ class RedisSnapshotPool:
         Returns:
             The sha256 of the serialized weights.
         """
+        from agents.checkpoint import serialize_weights  # torch: only a trainer has a live module
+
         return self.put(serialize_weights(module.state_dict()), spec, pool, meta)
 
     def remove(self, pool: str, sha256: str) -> bool:

@@ -3,7 +3,8 @@
 ``open_services`` is what the CLI and the server use: it migrates the database,
 starts the embedded Redis-compatible server when no ``ARENA_REDIS_URL`` is set, and
 builds the snapshot pool on top. :class:`SnapshotCacheFactory` is the picklable recipe
-a Ray worker uses to build its own bounded snapshot cache next to the same Redis.
+a Ray worker uses to build its own bounded snapshot cache next to the same Redis (the
+cache builds networks: torch is imported when a recipe is used, never by an API process).
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import redis
 
 from arena.connected.policy import ConnectedPolicies
 from arena.core.settings import Settings, get_settings, resolved_database_url
-from arena.snapshots.cache import SnapshotCache
 from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.storage.db import Sessions, make_engine, session_factory, upgrade
 from arena.storage.redis_server import EmbeddedRedis, connect_redis, redact_url, redis_client
 from arena.storage.retry import retry_transient
+
+if TYPE_CHECKING:
+    from arena.snapshots.cache import SnapshotCache
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +61,8 @@ class SnapshotCacheFactory:
     max_bytes: int = 64 * 1024 * 1024
 
     def __call__(self, device: str = "cpu") -> SnapshotCache:
+        from arena.snapshots.cache import SnapshotCache  # torch: only where matches are played
+
         # A lazy client: a worker (re)started while Redis is down must still come up; its
         # pool reads the durable copies until Redis answers again.
         pool = RedisSnapshotPool(redis_client(self.redis_url), FileSnapshotStore(Path(self.snapshot_dir)),

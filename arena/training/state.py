@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agents.files import atomic_write
 from league.evaluation.phases import PhaseTimeline
 from league.scheduling.matchmaking import WinRateTable
 
@@ -164,8 +165,6 @@ class LeagueDir:
     def save_tensors(self, learner: str, tensors: dict[str, torch.Tensor], initial: bool = False) -> None:
         import safetensors.torch
 
-        from agents.checkpoint import atomic_write
-
         data = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
         atomic_write(self.tensors_path(learner, initial), safetensors.torch.save(data))
 
@@ -176,6 +175,4 @@ class LeagueDir:
 
     def save_state(self, state: LeagueState) -> None:
         """Write ``state.json`` (after the tensors it refers to)."""
-        from agents.checkpoint import atomic_write
-
         atomic_write(self.state_path, json.dumps(state.to_json(), indent=1).encode())

@@ -20,12 +20,12 @@ import safetensors.torch
 import torch
 
 from agents.checkpoint import (
-    DEFAULT_MAX_BYTES,
     load_checkpoint,
     load_checkpoint_bytes,
     make_spec,
     save_checkpoint,
 )
+from agents.checkpoint_weights import DEFAULT_MAX_BYTES
 from agents.nets import build_net
 from envs.errors import InvalidSubmission
 

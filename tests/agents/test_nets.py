@@ -1,11 +1,12 @@
-"""Architecture registry: shapes, exact parameter counts, strict hyper-parameters."""
+"""Architecture registry and its networks: shapes, exact parameter counts, strict hyper-parameters."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from agents.nets import ARCHS, MAX_PARAMETERS, build_net, count_parameters, resolve_hparams
+from agents.archs import ARCHS, MAX_PARAMETERS, count_parameters, resolve_hparams, state_shapes
+from agents.nets import BUILDERS, build_net
 from envs.errors import InvalidSubmission
 from envs.registry import get_spec
 
@@ -26,6 +27,20 @@ def test_logits_shape_and_exact_parameter_count(arch, hparams, obs_shape, num_ac
     assert count_parameters(arch, hparams, obs_shape, num_actions) == sum(
         p.numel() for p in net.parameters()
     )
+
+
+@pytest.mark.parametrize(("arch", "hparams", "obs_shape", "num_actions"), CASES)
+def test_the_state_shapes_without_torch_are_the_built_networks(arch, hparams, obs_shape, num_actions) -> None:
+    """agents.archs lists the state dict uploads are checked against; build_net makes it: the same
+    names, in the same order, with the same shapes."""
+    with torch.device("meta"):
+        built = build_net(arch, hparams, obs_shape, num_actions).state_dict()
+    assert state_shapes(arch, hparams, obs_shape, num_actions) == {k: tuple(v.shape) for k, v in built.items()}
+    assert list(state_shapes(arch, hparams, obs_shape, num_actions)) == list(built)
+
+
+def test_every_arch_has_a_network() -> None:
+    assert set(BUILDERS) == set(ARCHS)
 
 
 def test_defaults_match_the_brief_and_keys_are_stable() -> None:

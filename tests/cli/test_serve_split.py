@@ -4,7 +4,7 @@ benchmarks/process_faults.py kills under load).
 
 The real command in subprocesses. An API process alone queues a challenge and nobody
 plays it; the background service started beside it plays it to ``done``, served by the
-API process. Asking for neither part is refused.
+API process, which checks an upload without loading torch. Asking for neither part is refused.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from arena.storage.redis_server import free_port
+from tests.api.helpers import checkpoint
 from tests.client.live import ARENA, REPO_ROOT
 from tests.waiting import wait_for
 
@@ -57,6 +58,13 @@ def test_an_api_process_alone_queues_and_a_service_process_alone_plays(tmp_path,
         done = _wait(lambda: httpx.get(f"{url}/challenges/{challenge.json()['id']}").json()["status"] == "done",
                      "the challenge", procs)
         assert done
+        # The API process checks a safetensors upload without torch: only the service builds networks
+        weights, spec, _ = checkpoint(ENV)
+        made = httpx.post(f"{url}/agents", headers={"Authorization": f"Bearer {token}"},
+                          files=[("weights", ("agent.safetensors", weights, "application/octet-stream")),
+                                 ("spec", (None, spec)), ("env", (None, ENV))])
+        assert made.status_code == 201, made.text
+        assert "libtorch" not in Path(f"/proc/{procs[0].pid}/maps").read_text()
     finally:
         for proc in procs:
             proc.terminate()

@@ -14,8 +14,8 @@ import safetensors.torch
 from agents.checkpoint import make_spec
 from agents.onnx_agents.policy import OnnxPolicy
 from agents.policy import MatchRng
-from arena.snapshots.cache import SnapshotCache
-from arena.snapshots.formats import onnx_device, snapshot_format
+from arena.snapshots.cache import SnapshotCache, onnx_device
+from arena.snapshots.formats import snapshot_format
 from arena.snapshots.pool import RedisSnapshotPool
 from envs.errors import InvalidSubmission
 from tests.agents.onnx_corpus import ENV, honest_model, hostile_corpus, spec_json

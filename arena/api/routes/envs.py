@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import StreamingResponse
 
+from agents.archs import ARCHS
 from agents.checkpoint_spec import ONNX_ARCH
-from agents.nets import ARCHS
 from arena.api.deps import SessionDep, StateDep
 from arena.api.errors import error_responses
 from arena.api.schemas import EnvPublic, EnvsPublic, PayoffPublic, SeatsPublic

@@ -36,7 +36,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from agents.checkpoint import atomic_write, load_checkpoint_bytes
+from agents.checkpoint import load_checkpoint_bytes
+from agents.files import atomic_write
 from agents.neural import NeuralPolicy
 from arena.engine import MatchJob, play_matches
 from arena.ladder.recorder import record_unrated

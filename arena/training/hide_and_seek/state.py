@@ -32,7 +32,7 @@ from typing import Any
 import safetensors.torch
 import torch
 
-from agents.checkpoint import atomic_write
+from agents.files import atomic_write
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
 
 STATE_VERSION = 5
