@@ -11,7 +11,8 @@ exactly what its numpy method does, cell by cell, with no Python per env or cell
   the step, the agents' actions in the rotating order (``_move`` with pushing and
   vaulting, ``_grab``, ``_lock``), time, sight, rewards, the door and ramp snapshots at the
   end of preparation, the phase detectors, then the new observations and masks;
-* :func:`occupancy` - the agent and object maps of freshly loaded rows.
+* :func:`occupancy` - the agent and object maps of freshly loaded rows;
+* :func:`critic_state` - :meth:`HideAndSeekV1Core.critic_state` (the central critic's input).
 
 The compiled core (:class:`envs.hide_and_seek.compiled_v1.CompiledHideAndSeekV1Core`)
 calls them; ``tests/envs/test_compiled_hide_and_seek_v1.py`` checks them against the
@@ -391,3 +392,78 @@ def occupancy(rows, agent_pos, box_pos, n_boxes, agent_at, box_at):
             agent_at[e, agent_pos[e, a, 0], agent_pos[e, a, 1]] = a
         for b in range(n_boxes):
             box_at[e, box_pos[e, b, 0], box_pos[e, b, 1]] = b
+
+
+@njit(cache=True)
+def _write_cells(out, e, c, grid):
+    """``out[e, c:]``: env ``e``'s bool ``grid`` cell by cell, as 0/1; returns the next column."""
+    for y in range(grid.shape[1]):
+        for x in range(grid.shape[2]):
+            out[e, c] = 1.0 if grid[e, y, x] else 0.0
+            c += 1
+    return c
+
+
+@njit(cache=True)
+def critic_state(walls, agent_pos, box_pos, box_lock, holding, box_at, t, is_ramp, prep_steps, max_steps,
+                 doors, room, vault, seen, seen_steps, ramp_used, out):
+    """``out (n, d) float32``: :meth:`HideAndSeekV1Core.critic_state`, feature by feature in its
+    order (v0's: agents' positions, held box one-hot, boxes' positions, lock one-hot, doors, door
+    status, step, preparation, seen, walls; then standing on a ramp, ramps defended, seen share,
+    ramp used, the room), each computed in float64 and rounded to float32 as it does."""
+    n, size = walls.shape[0], walls.shape[1]
+    agents, boxes = agent_pos.shape[1], box_pos.shape[1]
+    scale = size - 1
+    post = max(max_steps - prep_steps, 1)
+    for e in range(n):
+        c = 0
+        for a in range(agents):
+            for k in range(2):
+                out[e, c] = agent_pos[e, a, k] / scale
+                c += 1
+        for a in range(agents):
+            for b in range(boxes):
+                out[e, c] = 1.0 if holding[e, a] == b else 0.0
+                c += 1
+        for b in range(boxes):
+            for k in range(2):
+                out[e, c] = box_pos[e, b, k] / scale
+                c += 1
+        for b in range(boxes):
+            lock = box_lock[e, b]
+            out[e, c] = 1.0 if lock == UNLOCKED else 0.0
+            out[e, c + 1] = 1.0 if lock == HIDERS else 0.0
+            out[e, c + 2] = 1.0 if lock == SEEKERS else 0.0
+            c += 3
+        for d in range(doors.shape[1]):
+            for k in range(2):
+                out[e, c] = doors[e, d, k] / scale
+                c += 1
+        blocked, locked = True, True  # v1's _door_status: a ramp in a door does not block it
+        for d in range(doors.shape[1]):
+            obj = box_at[e, doors[e, d, 0], doors[e, d, 1]]
+            if obj < 0 or is_ramp[obj]:
+                blocked = False
+            if box_lock[e, max(obj, 0)] != HIDERS:
+                locked = False
+        out[e, c] = 1.0 if blocked else 0.0
+        out[e, c + 1] = 1.0 if blocked and locked else 0.0
+        out[e, c + 2] = t[e] / max_steps
+        out[e, c + 3] = 1.0 if t[e] < prep_steps else 0.0
+        out[e, c + 4] = 1.0 if seen[e] else 0.0
+        c = _write_cells(out, e, c + 5, walls)
+        for a in range(agents):
+            obj = box_at[e, agent_pos[e, a, 0], agent_pos[e, a, 1]]
+            out[e, c] = 1.0 if obj >= 0 and is_ramp[obj] else 0.0
+            c += 1
+        defended, ramps = True, 0
+        for b in range(boxes):
+            if is_ramp[b]:
+                ramps += 1
+                y, x = box_pos[e, b, 0], box_pos[e, b, 1]
+                if not (room[e, y, x] or (box_lock[e, b] == HIDERS and not vault[e, y, x])):
+                    defended = False
+        out[e, c] = 1.0 if defended and ramps > 0 else 0.0
+        out[e, c + 1] = seen_steps[e] / post
+        out[e, c + 2] = 1.0 if ramp_used[e] else 0.0
+        _write_cells(out, e, c + 3, room)

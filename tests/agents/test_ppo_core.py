@@ -8,9 +8,11 @@ import pytest
 import torch
 from torch import nn
 
+from agents.checkpoint import load_optimizer_tensors, optimizer_tensors
 from agents.nets import build_net
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
 from agents.trainers.ppo_core import (
+    FlatAdam,
     LogitsCategorical,
     PPOSettings,
     Rollout,
@@ -35,6 +37,22 @@ def test_masked_sampling_never_picks_an_illegal_action() -> None:
     assert mask[torch.arange(4000), act].all() and (logp <= 0).all()
     legal = torch.log_softmax(logits.masked_fill(~mask, -1e9), -1)
     assert torch.allclose(logp, legal[torch.arange(4000), act])
+
+
+def test_unchecked_sampling_draws_what_multinomial_draws() -> None:
+    """``checked=False`` skips torch.multinomial's checks, not its draw: the same actions, the same
+    log-probabilities and the same random stream left behind."""
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(3000, 7, generator=gen) * 3
+    mask = torch.rand(3000, 7, generator=gen) < 0.5
+    mask[:, 0] = True
+    draws = {}
+    for checked in (True, False):
+        g = torch.Generator().manual_seed(7)
+        act, logp = masked_sample(logits, mask, g, checked=checked)
+        draws[checked] = act, logp, torch.rand(3, generator=g)
+    assert all(torch.equal(a, b) for a, b in zip(draws[True], draws[False], strict=True))
+    assert mask[torch.arange(3000), draws[False][0]].all() and len(set(draws[False][0].tolist())) == 7
 
 
 def test_gae_with_episodes_ending_at_the_rollout_end_is_the_one_with_a_final_done() -> None:
@@ -94,6 +112,43 @@ def test_the_update_steps_once_per_minibatch_of_every_pass() -> None:
     losses = ppo_update(model, optim, samples, settings, torch.Generator().manual_seed(2))
     assert optim.state[next(model.parameters())]["step"] == 15 and all(map(torch.isfinite, map(torch.tensor, losses)))
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_the_flat_step_is_clip_grad_norm_and_adams_and_saves_and_loads_as_adam() -> None:
+    """:class:`FlatAdam` (``ppo_update(flat=True)``) moves the weights as ``clip_grad_norm_`` and
+    ``Adam.step`` do, keeps the optimiser's state where saving reads it (the same tensors, names
+    and shapes), and a state loaded into a fresh optimiser continues the same way."""
+    n = 90
+    samples = Samples(torch.randn(n, 3), torch.ones(n, 4, dtype=torch.bool), torch.randint(0, 4, (n,)),
+                      torch.full((n,), -1.4), torch.randn(n) * 5, torch.randn(n) * 5)
+    settings = PPOSettings(epochs=3, minibatches=4, max_grad_norm=0.1)  # the clip bites
+    runs = {}
+    for flat in (False, True):
+        torch.manual_seed(1)
+        model = _Model()
+        optim = torch.optim.Adam(model.parameters(), lr=1e-2, eps=1e-5, fused=True)
+        ppo_update(model, optim, samples, settings, torch.Generator().manual_seed(2), flat=flat)
+        runs[flat] = model, optim
+    (ref, ref_optim), (model, optim) = runs[False], runs[True]
+    for a, b in zip(ref.parameters(), model.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    saved, expected = optimizer_tensors(optim), optimizer_tensors(ref_optim)
+    assert {k: v.shape for k, v in saved.items()} == {k: v.shape for k, v in expected.items()}
+    for k in expected:
+        torch.testing.assert_close(saved[k], expected[k], rtol=1e-4, atol=1e-7)
+    # resume: a fresh model and Adam loaded from the saved tensors continue as the original
+    torch.manual_seed(5)
+    again = _Model()
+    again.load_state_dict(model.state_dict())
+    again_optim = torch.optim.Adam(again.parameters(), lr=1e-2, eps=1e-5, fused=True)
+    load_optimizer_tensors(again_optim, saved)
+    for m, o in ((model, optim), (again, again_optim)):
+        ppo_update(m, o, samples, settings, torch.Generator().manual_seed(3), flat=True)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), again.parameters(), strict=True))
+    assert float(optimizer_tensors(again_optim)["optim.0.step"]) == 24
+    # only a plain Adam over the model's own parameters is flattened; others take the usual path
+    assert FlatAdam.of(again, torch.optim.SGD(again.parameters(), lr=0.1)) is None
+    assert FlatAdam.of(again, torch.optim.Adam(again.parameters(), weight_decay=0.1)) is None
 
 
 def test_both_trainers_name_the_split_alike() -> None:

@@ -92,3 +92,78 @@ def test_a_bf16_update_moves_the_weights_as_the_float32_one_and_keeps_float32_st
     fp32, bf16 = runs["fp32"], runs["bf16"]
     assert not torch.equal(fp32, bf16)  # bf16 did run in bfloat16
     assert torch.nn.functional.cosine_similarity(fp32, bf16, dim=0) > 0.99  # 0.9995 measured; bf16 logits gave 0.988
+
+
+def _autograd_grads(model, obs, mask, act, old_logp, adv, ret, s) -> dict[str, torch.Tensor]:
+    """``ppo_update``'s loss of one minibatch through autograd: every parameter's gradient."""
+    dist, value = model(obs, mask)
+    ratio = (dist.log_prob(act) - old_logp).exp()
+    pg = torch.max(-adv * ratio, -adv * ratio.clamp(1 - s.clip, 1 + s.clip)).mean()
+    loss = pg + s.vf_coef * 0.5 * ((value - ret) ** 2).mean() - s.ent_coef * dist.entropy().mean()
+    model.zero_grad()
+    loss.backward()
+    return {k: p.grad.clone() for k, p in model.named_parameters()}
+
+
+def test_the_team_models_gradients_by_hand_are_autograds() -> None:
+    """``TeamModel.ppo_grads`` (the lean loop's backward) writes the gradients autograd gives for
+    the same loss: float32 to rounding, bfloat16 first layers to bfloat16's rounding; ratios spread
+    beyond the clip range (both branches of the surrogate taken) and masked actions."""
+    torch.set_num_threads(1)
+    for precision, tol in (("fp32", 1e-6), ("bf16", 2e-3)):
+        cfg = replace(default_v1_ppo(seed=3), num_envs=16, device="cpu", precision=precision)
+        trainer = HideAndSeekPPO(cfg)
+        samples = trainer._rollout()[0]["hider"].samples(cfg.gamma, cfg.gae_lambda)
+        gen = torch.Generator().manual_seed(0)
+        rows = torch.randperm(len(samples), generator=gen)[:400]
+        obs, mask, act, old, adv, ret = (x[rows] for x in (samples.obs, samples.mask, samples.act, samples.logp,
+                                                             samples.adv, samples.ret))
+        old = old + 0.3 * torch.randn(len(rows), generator=gen)
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        model = trainer.models["hider"]
+        expected = _autograd_grads(model, obs, mask, act, old, adv, ret, cfg)
+        ratio = (model(obs, mask)[0].log_prob(act) - old).exp()
+        assert ((ratio - 1).abs() > cfg.clip).float().mean() > 0.2 and not mask.all()
+        for p in model.parameters():
+            p.grad = torch.full_like(p, float("nan"))
+        terms = model.ppo_grads(obs, mask, act, old, adv, ret, cfg)
+        assert all(torch.isfinite(t) for t in terms)
+        for name, p in model.named_parameters():
+            scale = expected[name].abs().max()
+            assert scale > 0 and (p.grad - expected[name]).abs().max() <= tol * scale, (precision, name)
+
+
+def test_the_lean_loop_plays_and_learns_as_the_classic_one_and_resumes() -> None:
+    """``lean_loop`` changes the calls, not the learning: from the same seed the lean and the
+    classic loop draw the same actions and end an update with the same weights (float32, up to
+    rounding); its saved tensors have the same names and shapes, and a trainer loaded from them
+    continues exactly as the one that saved them."""
+    torch.set_num_threads(1)
+    cfg = replace(default_v1_ppo(seed=6), num_envs=16, hidden=[16], epochs=2, minibatches=2, device="cpu",
+                  precision="fp32")
+    runs = {}
+    for lean in (False, True):
+        trainer = HideAndSeekPPO(replace(cfg, lean_loop=lean))
+        torch.manual_seed(0)
+        first = trainer._rollout()[0]
+        buf = {role: {k: getattr(b, k).clone() for k in ("obs", "act", "logp")} for role, b in first.items()}
+        trainer.update()  # the lean loop writes its rollout into the last one's tensors; the classic one anew
+        assert (trainer._buffers["hider"].obs is first["hider"].obs) if lean else not trainer._buffers
+        runs[lean] = trainer, buf
+    (classic, buf_c), (lean, buf_l) = runs[False], runs[True]
+    for role in ("hider", "seeker"):
+        c, lean_buf = buf_c[role], buf_l[role]
+        assert torch.equal(c["act"], lean_buf["act"]) and torch.equal(c["obs"], lean_buf["obs"])
+        torch.testing.assert_close(c["logp"], lean_buf["logp"])
+        for a, b in zip(classic.models[role].parameters(), lean.models[role].parameters(), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    saved, expected = lean.state_tensors(), classic.state_tensors()
+    assert {k: v.shape for k, v in saved.items()} == {k: v.shape for k, v in expected.items()}
+    again = HideAndSeekPPO(replace(cfg, lean_loop=True))
+    again.load_state_tensors(saved)
+    again.load_counters(lean.counters())
+    for t in (lean, again):
+        t.update()
+    for role in ("hider", "seeker"):
+        assert all(torch.equal(a, b) for a, b in zip(lean.models[role].parameters(),
+                                                     again.models[role].parameters(), strict=True))

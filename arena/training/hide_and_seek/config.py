@@ -93,10 +93,10 @@ class HideAndSeekLeagueConfig:
 
 
 CLASSIC_LOOP = {"core_backend": "numpy", "batched_values": False, "epochs": 4, "minibatches": 6, "exploiters": 0,
-                "precision": "fp32"}
+                "precision": "fp32", "lean_loop": False}
 """The trainer's switches of the loop before issue 30 (with ``eval_every=1``): the numpy core, the
 critic called at every rollout step, four passes of six minibatches (as today's default), float32
-throughout, no exploiters."""
+throughout, no exploiters, autograd and ``torch.optim.Adam`` per minibatch (no ``lean_loop``)."""
 
 
 def classic_loop(config: HideAndSeekLeagueConfig) -> HideAndSeekLeagueConfig:
