@@ -1,7 +1,7 @@
 """Checkpoints: ``agent.safetensors`` (weights) + ``agent.json`` (spec) with the same stem, as torch tensors.
 
-The spec format and its validation live in :mod:`agents.checkpoint_spec` (re-exported
-here).
+The spec format and its validation live in :mod:`agents.checkpoint_spec` (import them
+from there).
 
 Loading is the trust boundary of the arena: anyone can upload a checkpoint. The bytes
 are checked without torch by :func:`agents.checkpoint_weights.check_weights` (header,
@@ -27,11 +27,8 @@ import torch
 from torch import nn
 
 from agents.checkpoint_spec import (
-    FORMAT_VERSION,
     MAX_SPEC_BYTES,
-    SPEC_FIELDS,
     CheckpointSpec,
-    make_spec,
     validate_spec,
 )
 from agents.checkpoint_weights import DEFAULT_MAX_BYTES, check_tensors, check_weights
@@ -41,18 +38,15 @@ from envs.errors import InvalidSubmission
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "FORMAT_VERSION",
-    "SPEC_FIELDS",
-    "CheckpointSpec",
     "LoadedCheckpoint",
     "check_state_dict",
     "checkpoint_paths",
     "load_checkpoint",
     "load_checkpoint_bytes",
-    "make_spec",
+    "load_optimizer_tensors",
+    "optimizer_tensors",
     "save_checkpoint",
     "serialize_weights",
-    "validate_spec",
 ]
 
 

@@ -34,16 +34,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.checkpoint import (
-    CheckpointSpec,
-    LoadedCheckpoint,
-    check_state_dict,
-    load_checkpoint,
-    make_spec,
-    save_checkpoint,
-    serialize_weights,
-    validate_spec,
-)
+from agents.checkpoint import LoadedCheckpoint, check_state_dict, load_checkpoint, save_checkpoint, serialize_weights
+from agents.checkpoint_spec import CheckpointSpec, make_spec, validate_spec
 from agents.checkpoint_weights import DEFAULT_MAX_BYTES
 from agents.nets import build_net
 from agents.policy import MatchRng

@@ -63,7 +63,7 @@ import numpy as np
 import torch
 
 from agents.catalog import make_policy
-from agents.checkpoint import make_spec
+from agents.checkpoint_spec import make_spec
 from agents.neural import NeuralPolicy
 from agents.policy import MatchRng
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig
@@ -73,7 +73,8 @@ from arena.core.settings import Settings
 from arena.engine import play_matches
 from arena.engine.plan import plan_matches
 from arena.storage.wiring import open_services
-from arena.training.trainer import LeagueConfig, LeagueTrainer
+from arena.training.config import LeagueConfig
+from arena.training.trainer import LeagueTrainer
 from envs.connect_four import ConnectFourCore
 from envs.hide_and_seek.core import HideAndSeekCore
 from envs.hide_and_seek.device.core import TorchHideAndSeekCore

@@ -5,6 +5,11 @@
 2. ``arena/client/`` (what runs on a user's machine) reaches no server module, not even
    through another module it imports.
 3. No import cycles between modules.
+4. A name is imported from the module that defines it: ``from M import n``, anywhere in
+   the repository (tests, benchmarks and examples too), where ``M`` is a module of the
+   four packages (not a package's ``__init__``, which presents its package), names what
+   ``M`` defines (a function, a class, an assignment) or a submodule; a module's
+   ``__all__`` lists only what it defines. No module passes on another's names.
 
 Imports are read with :mod:`ast`, so nothing is executed: ``import`` and ``from``
 statements anywhere (inside functions and ``TYPE_CHECKING`` blocks too), imports by
@@ -30,6 +35,8 @@ SERVER = ("arena.api", "arena.ladder", "arena.storage", "arena.engine", "arena.r
           "arena.connected.policy")
 """Modules (and everything under them) that only the service runs."""
 ENTRY_POINT = re.compile(r"^([A-Za-z_][\w.]*):[A-Za-z_]\w*$")
+IMPORTERS = (*LAYERS, "tests", "benchmarks", "examples")
+"""Where rule 4 reads imports from."""
 
 
 @cache
@@ -73,11 +80,17 @@ def _strings_imported(tree: ast.AST) -> Iterator[str]:
 
 
 @cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for every rule."""
+    return ast.parse(path.read_text(), str(path))
+
+
+@cache
 def imports(module: str, root: Path = REPO) -> frozenset[str]:
     """Our modules that ``module`` imports, each as the deepest of our modules named."""
     known = _modules(root)
     path = known[module]
-    tree = ast.parse(path.read_text(), str(path))
+    tree = _tree(path)
     found: set[str] = set()
 
     def add(name: str) -> None:
@@ -192,6 +205,59 @@ def _one_cycle(graph: dict[str, list[str]], component: list[str]) -> str:
     raise AssertionError(f"no cycle through {start}")  # a component of two or more always has one
 
 
+def _defined(tree: ast.Module) -> set[str]:
+    """The names a module binds at its top level itself (not by importing them)."""
+    names: set[str] = set()
+    for node in tree.body:
+        for inner in ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [node]:
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(inner.name)
+            elif isinstance(inner, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def _listed(tree: ast.Module) -> list[str]:
+    """A module's ``__all__`` (a literal list or tuple of strings), else nothing."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return [e.value for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)]
+    return []
+
+
+def passed_on(root: Path = REPO) -> list[str]:
+    """``importer: module.name`` for each name imported from a module that does not define it,
+    and ``module.__all__: name`` for each name a module lists but does not define."""
+    modules = _modules(root)
+    trees = {m: _tree(p) for m, p in modules.items() if p.name != "__init__.py"}
+    defined = {m: _defined(t) for m, t in trees.items()}
+    found = [f"{m}.__all__: {n}" for m, t in sorted(trees.items()) for n in _listed(t) if n not in defined[m]]
+    for top in IMPORTERS:
+        for path in sorted((root / top).rglob("*.py")):
+            for node in _from_imports(path.read_text()):
+                if node.level == 0 and node.module in defined:
+                    found += [f"{path.relative_to(root)}: {node.module}.{a.name}" for a in node.names
+                              if a.name not in defined[node.module] and f"{node.module}.{a.name}" not in modules]
+    return found
+
+
+FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)", re.MULTILINE)
+"""A ``from ... import ...`` statement (parenthesised over lines, or on one line)."""
+
+
+def _from_imports(text: str) -> Iterator[ast.ImportFrom]:
+    """The ``from`` imports of a file, anywhere in it: each statement parsed alone (a whole
+    file's tree costs several times more, for hundreds of files)."""
+    for match in FROM_IMPORT.finditer(text):
+        try:
+            node = ast.parse(match.group(0).strip()).body[0]
+        except SyntaxError:  # inside a string, or a statement the pattern cut short
+            continue
+        if isinstance(node, ast.ImportFrom):
+            yield node
+
+
 def test_the_parser_sees_every_kind_of_import() -> None:
     """The rules below are only as good as what the parser finds: it finds these."""
     assert "envs.builtin" in imports("envs.registry")  # a module-level from-import
@@ -225,6 +291,19 @@ def test_each_rule_lists_what_breaks_it(tmp_path: Path) -> None:
     assert cycles(tmp_path) == ["league.board -> league.book -> league.board"]
 
 
+def test_a_name_passed_on_by_another_module_is_named(tmp_path: Path) -> None:
+    files = {
+        "envs/__init__.py": "from envs.rules import NOOP\n",  # a package presents its modules: allowed
+        "envs/rules.py": "NOOP, GRAB = range(2)\nif True:\n    def late():\n        pass\n",
+        "envs/env.py": "from envs.rules import GRAB, NOOP\n__all__ = ['GRAB', 'Env']\nclass Env:\n    pass\n",
+        "tests/test_env.py": "from envs.env import NOOP, Env\nfrom envs.rules import late\nfrom envs import rules\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert passed_on(tmp_path) == ["envs.env.__all__: GRAB", "tests/test_env.py: envs.env.NOOP"]
+
+
 def test_arrows_point_one_way() -> None:
     violations = arrow_violations()
     assert not violations, (f"{len(violations)} imports point against arena -> league -> agents -> envs:\n"
@@ -239,3 +318,9 @@ def test_the_client_reaches_no_server_module() -> None:
 def test_no_import_cycles() -> None:
     found = cycles()
     assert not found, f"{len(found)} import cycles:\n" + "\n".join(found)
+
+
+def test_names_are_imported_from_their_home() -> None:
+    found = passed_on()
+    assert not found, (f"{len(found)} names passed on by a module that does not define them (import each "
+                       "from its home; list in __all__ only what the module defines):\n" + "\n".join(found))

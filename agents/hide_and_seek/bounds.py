@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from agents.hide_and_seek import model as rules
 from agents.hide_and_seek.model import Board, World
+from envs.hide_and_seek.rules import HIDERS
 
 Bound = Callable[[World, int], int]
 """a lower bound on the steps still needed from a world reached at a step"""
@@ -82,7 +83,7 @@ def fort_bound(board: Board, dist: Distances, agent: int, locked: bool, passes: 
     def bound(world: World, t: int) -> int:
         held = [rules.object_at(world, d) for d in board.doors]
         open_doors = [d for d, o in zip(board.doors, held) if o < 0 or board.is_ramp[o]]
-        locks = sum(o < 0 or board.is_ramp[o] or world.locks[o] != rules.HIDERS for o in held) if locked else 0
+        locks = sum(o < 0 or board.is_ramp[o] or world.locks[o] != HIDERS for o in held) if locked else 0
         if not open_doors:
             return max(locks, ready - t)
         if len(open_doors) > len(boxes):
@@ -103,7 +104,7 @@ def ramp_bound(board: Board, dist: Distances, agent: int, back_inside: bool) -> 
 
     def bound(world: World, t: int) -> int:
         pos, cell = world.agents[agent], world.objects[ramp]
-        if world.locks[ramp] == rules.HIDERS or cell in board.room:
+        if world.locks[ramp] == HIDERS or cell in board.room:
             return dist.into_room(pos, cell) if back_inside else 0
         drag = dist.to_room(cell)
         if world.holding[agent] == ramp:

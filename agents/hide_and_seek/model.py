@@ -21,9 +21,9 @@ from typing import NamedTuple
 import numpy as np
 
 from envs.hide_and_seek.layouts_v1 import LayoutV1, vault_spots
-from envs.hide_and_seek.rules import ACTIONS, GRAB, HIDERS, LOCK, NOOP, UNLOCKED
+from envs.hide_and_seek.rules import GRAB, HIDERS, LOCK, NOOP, UNLOCKED
 
-__all__ = ["ACTIONS", "GRAB", "LOCK", "NOOP", "Board", "World", "from_layout"]
+__all__ = ["Board", "World", "from_layout"]
 
 
 class World(NamedTuple):

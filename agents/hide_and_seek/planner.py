@@ -39,7 +39,8 @@ from collections.abc import Callable
 
 from agents.hide_and_seek import model as rules
 from agents.hide_and_seek.bounds import INF, Bound, Distances, fort_bound, no_bound, ramp_bound
-from agents.hide_and_seek.model import NOOP, Board, World
+from agents.hide_and_seek.model import Board, World
+from envs.hide_and_seek.rules import ACTIONS, NOOP
 
 Goal = Callable[[World], bool]
 MOVES_ONLY = (NOOP, 1, 2, 3, 4)
@@ -62,7 +63,7 @@ def nominal(board: Board, start: World, hider: int, plan: list[int], horizon: in
 
 def search(board: Board, start: World, agent: int, goal: Goal, bound: Bound, horizon: int,
            fixed: dict[int, list[int]] | None = None, max_states: int = 100_000,
-           actions: tuple[int, ...] = rules.ACTIONS, stats: dict | None = None) -> list[int] | None:
+           actions: tuple[int, ...] = ACTIONS, stats: dict | None = None) -> list[int] | None:
     """The shortest action list of hider ``agent`` after which ``goal`` holds at step ``horizon``.
 
     The other hiders play ``fixed`` (their action lists; noop after their end, and for
@@ -187,7 +188,7 @@ class TeamPlanner:
         self._alone: dict = {}
 
     def _search(self, world: World, agent: int, goal: Goal, bound: Bound, fixed=None,
-                actions: tuple[int, ...] = rules.ACTIONS) -> list[int] | None:
+                actions: tuple[int, ...] = ACTIONS) -> list[int] | None:
         return search(self.board, world, agent, goal, bound, self.horizon, fixed, self.max_states, actions,
                       self.stats)
 
@@ -215,7 +216,7 @@ class TeamPlanner:
         snaps, _ = nominal(self.board, self.world, lead, fixed, self.horizon)
         passes = {cell: t for t, (cell, _, _) in enumerate(snaps)}
         bound = self._bound(task, follower, sealed, passes) if task else no_bound
-        other = self._search(self.world, follower, goal, bound, {lead: fixed}, rules.ACTIONS if task else MOVES_ONLY)
+        other = self._search(self.world, follower, goal, bound, {lead: fixed}, ACTIONS if task else MOVES_ONLY)
         if other is None:
             return None
         return (fixed, other) if lead == 0 else (other, fixed)

@@ -41,14 +41,8 @@ from agents.checkpoint_weights import DEFAULT_MAX_BYTES
 from agents.neural import sample_masked
 from agents.onnx_agents.model import check_signature, check_structure, parse_model
 from agents.onnx_agents.probe import PROBE_ROWS, probe_observations, run_probes
-from agents.onnx_agents.sandbox import (
-    OnnxSandbox,
-    SandboxCrashed,
-    SandboxedModel,
-    SandboxUnavailable,
-    default_sandbox,
-    validation_sandbox,
-)
+from agents.onnx_agents.process import SandboxCrashed, SandboxUnavailable
+from agents.onnx_agents.sandbox import OnnxSandbox, SandboxedModel, default_sandbox, validation_sandbox
 from agents.policy import MatchRng, PolicyCrashed
 from envs.errors import InvalidSubmission
 

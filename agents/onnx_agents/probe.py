@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.onnx_agents.sandbox import Lease, OnnxRunError, SandboxedModel, SandboxTimeout
+from agents.onnx_agents.process import OnnxRunError, SandboxTimeout
+from agents.onnx_agents.sandbox import Lease, SandboxedModel
 from envs.errors import InvalidSubmission
 from envs.registry import flat_obs, get_spec, make_env
 from envs.spec import EnvSpec

@@ -38,10 +38,8 @@ from agents.onnx_agents.confine import MODE_VARIABLE, refusal, resolve_mode
 from agents.onnx_agents.process import (
     ConfinementRefused,
     Missing,
-    OnnxRunError,
     SandboxCrashed,
     SandboxLimits,
-    SandboxTimeout,
     SandboxUnavailable,
     WorkerProcess,
     exit_status,
@@ -49,9 +47,7 @@ from agents.onnx_agents.process import (
 )
 from agents.onnx_agents.wire import SHARED_MIN_BYTES, WireError, array_of, put_shared, shared_array
 
-__all__ = ["ConfinementRefused", "Lease", "OnnxRunError", "OnnxSandbox", "SandboxCrashed", "SandboxLimits",
-           "SandboxTimeout", "SandboxUnavailable", "SandboxedModel", "confinement_report", "default_sandbox",
-           "validation_sandbox"]
+__all__ = ["Lease", "OnnxSandbox", "SandboxedModel", "confinement_report", "default_sandbox", "validation_sandbox"]
 
 log = logging.getLogger(__name__)
 

@@ -95,7 +95,8 @@ def train(
     from rich.live import Live
 
     from arena.storage.wiring import open_services
-    from arena.training.trainer import LeagueConfig, LeagueTrainer
+    from arena.training.config import LeagueConfig
+    from arena.training.trainer import LeagueTrainer
 
     torch.set_num_threads(threads)
     config = LeagueConfig(name=name, env_id=env, minutes=minutes, seed=seed, roles=role_list)

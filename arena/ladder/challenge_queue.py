@@ -32,12 +32,12 @@ from arena.ladder.dispatch import agent_source
 from arena.ladder.lane import ConnectedLane
 from arena.ladder.recorder import MatchRecorder, record_unrated
 from arena.ladder.registration import ladder_rating_env
-from arena.ladder.work_queue import HEARTBEAT_S, MAX_ATTEMPTS, STALE_S, SWEEP_S, Claim, QueueWorker
+from arena.ladder.work_queue import HEARTBEAT_S, STALE_S, SWEEP_S, Claim, QueueWorker
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
 from envs.registry import get_spec
 
-__all__ = ["HEARTBEAT_S", "MAX_ATTEMPTS", "STALE_S", "SWEEP_S", "ChallengeQueue"]
+__all__ = ["ChallengeQueue"]
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from arena.core.errors import Conflict, InvalidParameter
 from arena.core.limits import Hold, take_holds
 from arena.engine.plan import plan_matches
 from arena.ladder.dispatch import CONNECTED_KINDS
-from arena.ladder.work_queue import DONE, FAILED, PLAYING, QUEUED, WorkQueue
+from arena.ladder.work_queue import QUEUED, WorkQueue
 from arena.snapshots.keys import RedisKeys
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services
@@ -47,8 +47,10 @@ from envs.spec import EnvSpec
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DONE", "FAILED", "PLAYING", "QUEUED", "ChallengeRequest", "ChallengeState", "challenge_queue",
-           "check_agents", "load_challenge", "plan_challenge", "queue_challenge"]
+__all__ = [
+    "ChallengeRequest", "ChallengeState", "challenge_queue", "check_agents", "load_challenge", "plan_challenge",
+    "queue_challenge",
+]
 
 
 @dataclass(frozen=True)

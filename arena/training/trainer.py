@@ -29,7 +29,8 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from agents.catalog import make_policy
-from agents.checkpoint import make_spec, serialize_weights
+from agents.checkpoint import serialize_weights
+from agents.checkpoint_spec import make_spec
 from agents.neural import NeuralPolicy
 from agents.policy import Policy
 from agents.trainers.ppo_selfplay import SelfPlayPPO, UpdateStats, actor_hparams
@@ -56,7 +57,7 @@ from league.scheduling.roles import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LeagueConfig", "LeagueProgress", "LeagueTrainer", "LearnerProgress"]
+__all__ = ["LeagueTrainer"]
 
 
 class LeagueTrainer:

@@ -73,7 +73,7 @@ import numpy as np
 from envs.hide_and_seek.compiled_v1 import CompiledHideAndSeekV1Core
 from envs.hide_and_seek.config import HideAndSeekV1Config
 from envs.hide_and_seek.core_v1 import HideAndSeekV1Core
-from envs.hide_and_seek.env import COLORS, HideAndSeekEnv
+from envs.hide_and_seek.env import HideAndSeekEnv
 from envs.hide_and_seek.layouts_v1 import parse_layout
 from envs.hide_and_seek.rules import HIDERS, SEEKERS, UNLOCKED
 
@@ -139,4 +139,4 @@ def parallel_env(render_mode: str | None = None, **settings: Any) -> HideAndSeek
     return HideAndSeekV1Env(HideAndSeekV1Config(**settings), render_mode=render_mode)
 
 
-__all__ = ["COLORS", "HideAndSeekV1Env", "parallel_env"]
+__all__ = ["HideAndSeekV1Env", "parallel_env"]

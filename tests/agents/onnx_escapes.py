@@ -271,7 +271,8 @@ def _refuse_unshare() -> None:
 def refusal() -> dict:
     """Validate an honest model under ``required`` and ``best-effort`` where unshare is refused."""
     from agents.onnx_agents.policy import validate_onnx_bytes
-    from agents.onnx_agents.sandbox import ConfinementRefused, OnnxSandbox, SandboxLimits
+    from agents.onnx_agents.process import ConfinementRefused, SandboxLimits
+    from agents.onnx_agents.sandbox import OnnxSandbox
     from tests.agents.onnx_corpus import honest_model, spec_json
 
     _refuse_unshare()

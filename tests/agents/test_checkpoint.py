@@ -19,12 +19,8 @@ import pytest
 import safetensors.torch
 import torch
 
-from agents.checkpoint import (
-    load_checkpoint,
-    load_checkpoint_bytes,
-    make_spec,
-    save_checkpoint,
-)
+from agents.checkpoint import load_checkpoint, load_checkpoint_bytes, save_checkpoint
+from agents.checkpoint_spec import make_spec
 from agents.checkpoint_weights import DEFAULT_MAX_BYTES
 from agents.nets import build_net
 from envs.errors import InvalidSubmission

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from agents.catalog import make_policy
-from agents.checkpoint import make_spec
+from agents.checkpoint_spec import make_spec
 from agents.neural import NeuralPolicy
 from agents.trainers.ppo_selfplay import PPOConfig, SelfPlayPPO
 from arena.engine import play_matches

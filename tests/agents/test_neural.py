@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from agents.checkpoint import load_checkpoint, make_spec, save_checkpoint
+from agents.checkpoint import load_checkpoint, save_checkpoint
+from agents.checkpoint_spec import make_spec
 from agents.nets import build_net
 from agents.neural import NeuralPolicy, policy_from_file, random_init_checkpoint, write_checkpoint
 from agents.policy import MatchRng, Policy

@@ -29,13 +29,8 @@ from agents.neural import random_init_checkpoint
 from agents.onnx_agents.confine import REQUIRED
 from agents.onnx_agents.export import export_onnx, onnx_spec
 from agents.onnx_agents.policy import OnnxPolicy, stored_onnx, validate_onnx_bytes
-from agents.onnx_agents.sandbox import (
-    OnnxSandbox,
-    SandboxCrashed,
-    SandboxLimits,
-    SandboxTimeout,
-    SandboxUnavailable,
-)
+from agents.onnx_agents.process import SandboxCrashed, SandboxLimits, SandboxTimeout, SandboxUnavailable
+from agents.onnx_agents.sandbox import OnnxSandbox
 from agents.onnx_agents.session import TimedSession, load_session
 from agents.policy import MatchRng, PolicyCrashed
 from arena.api.errors import status_code_of

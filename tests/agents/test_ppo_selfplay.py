@@ -8,7 +8,8 @@ import numpy as np
 import torch
 
 from agents.catalog import make_policy
-from agents.checkpoint import load_checkpoint, make_spec, save_checkpoint
+from agents.checkpoint import load_checkpoint, save_checkpoint
+from agents.checkpoint_spec import make_spec
 from agents.neural import NeuralPolicy
 from agents.trainers.ppo_selfplay import PPOConfig, SelfPlayPPO
 from arena.engine import play_matches

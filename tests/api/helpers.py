@@ -16,7 +16,7 @@ from arena.ladder.dispatch import LadderConfig, open_ladder
 from arena.ladder.lane import ConnectedLane
 from arena.runners import AgentSource, InProcessRunner
 from arena.storage.db import repositories as repo
-from arena.storage.db.models import Base
+from arena.storage.db.base import Base
 from arena.storage.wiring import Services
 
 ENV = "tictactoe-v3"

@@ -17,9 +17,9 @@ from fastapi.testclient import TestClient
 from agents.catalog import make_policy
 from arena.engine import MatchEngine, MatchJob
 from arena.ladder.background import BackgroundService, ServiceConfig
-from arena.ladder.challenge_queue import MAX_ATTEMPTS
 from arena.ladder.challenges import load_challenge
 from arena.ladder.recorder import record_unrated
+from arena.ladder.work_queue import MAX_ATTEMPTS
 from arena.runners import InProcessRunner
 from arena.storage.db import repositories as repo
 from envs.registry import get_spec

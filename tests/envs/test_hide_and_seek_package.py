@@ -17,11 +17,10 @@ from envs.registry import get_spec, make_env
 
 def test_the_ids_are_the_rules_ones_everywhere() -> None:
     from agents import role_baselines
-    from agents.hide_and_seek import model as hide_and_seek_model
 
     assert (role_baselines.HS_NOOP, role_baselines.HS_GRAB, role_baselines.HS_LOCK) == (rules.NOOP, rules.GRAB,
                                                                                         rules.LOCK)
-    assert hide_and_seek_model.ACTIONS == rules.ACTIONS and role_baselines.HS_MOVES is rules.MOVES
+    assert role_baselines.HS_MOVES is rules.MOVES
     assert rules.ROLES == get_spec("hide_and_seek-v1").roles == get_spec("hide_and_seek-v0").roles
     for env_id, v1 in (("hide_and_seek-v0", False), ("hide_and_seek-v1", True)):
         env = make_env(env_id)

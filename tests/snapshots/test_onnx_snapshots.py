@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 import safetensors.torch
 
-from agents.checkpoint import make_spec
+from agents.checkpoint_spec import make_spec
 from agents.onnx_agents.policy import OnnxPolicy
 from agents.policy import MatchRng
 from arena.snapshots.cache import SnapshotCache, onnx_device

@@ -20,7 +20,8 @@ import pytest
 import redis
 import torch
 
-from agents.checkpoint import CheckpointSpec, make_spec, serialize_weights
+from agents.checkpoint import serialize_weights
+from agents.checkpoint_spec import CheckpointSpec, make_spec
 from agents.nets import build_net
 from arena.snapshots.cache import SnapshotCache, load_snapshot_policy
 from arena.snapshots.durable import FileSnapshotStore

@@ -17,7 +17,8 @@ from agents.trainers.ppo_selfplay import PPOConfig
 from arena.core.settings import Settings
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import open_services
-from arena.training.trainer import LeagueConfig, LeagueTrainer
+from arena.training.config import LeagueConfig
+from arena.training.trainer import LeagueTrainer
 from league.scheduling.roles import SnapshotRule
 
 ENV = "tictactoe-v3"

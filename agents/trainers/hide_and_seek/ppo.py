@@ -62,7 +62,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.checkpoint import load_optimizer_tensors, make_spec, optimizer_tensors, save_checkpoint
+from agents.checkpoint import load_optimizer_tensors, optimizer_tensors, save_checkpoint
+from agents.checkpoint_spec import make_spec
 from agents.nets import build_net
 from agents.neural import resolve_device
 from agents.trainers.hide_and_seek.episodes import (

@@ -21,7 +21,8 @@ from arena.api.deps import ServicesDep, StateDep, WriterDep
 from arena.api.errors import error_responses
 from arena.api.schemas import ChallengeCreate, ChallengePublic, MatchSummary
 from arena.core.errors import Forbidden, UnknownChallenge
-from arena.ladder.challenges import DONE, QUEUED, ChallengeState, load_challenge, plan_challenge, queue_challenge
+from arena.ladder.challenges import ChallengeState, load_challenge, plan_challenge, queue_challenge
+from arena.ladder.work_queue import DONE, QUEUED
 from arena.read.summaries import match_summaries
 from arena.storage.db import repositories as repo
 from arena.storage.wiring import Services

@@ -19,7 +19,8 @@ import numpy as np
 import safetensors.torch
 import torch
 
-from agents.checkpoint import make_spec, serialize_weights
+from agents.checkpoint import serialize_weights
+from agents.checkpoint_spec import make_spec
 from agents.trainers.hide_and_seek.episodes import hider_points
 from arena.snapshots.keys import league_pool
 from arena.snapshots.pool import RedisSnapshotPool
