@@ -7,9 +7,10 @@
 3. No import cycles between modules.
 4. A name is imported from the module that defines it: ``from M import n``, anywhere in
    the repository (tests, benchmarks and examples too), where ``M`` is a module of the
-   four packages (not a package's ``__init__``, which presents its package), names what
-   ``M`` defines (a function, a class, an assignment) or a submodule; a module's
-   ``__all__`` lists only what it defines. No module passes on another's names.
+   four packages or of benchmarks (not a package's ``__init__``, which presents its
+   package), names what ``M`` defines (a function, a class, an assignment) or a
+   submodule; a module's ``__all__`` lists only what it defines. No module passes on
+   another's names.
 
 Imports are read with :mod:`ast`, so nothing is executed: ``import`` and ``from``
 statements anywhere (inside functions and ``TYPE_CHECKING`` blocks too), imports by
@@ -40,10 +41,10 @@ IMPORTERS = (*LAYERS, "tests", "benchmarks", "examples")
 
 
 @cache
-def _modules(root: Path) -> dict[str, Path]:
-    """Every module of the four packages under ``root``, by dotted name."""
+def _modules(root: Path, layers: tuple[str, ...] = LAYERS) -> dict[str, Path]:
+    """Every module of the four packages (or of ``layers``) under ``root``, by dotted name."""
     found = {}
-    for layer in LAYERS:
+    for layer in layers:
         for path in sorted((root / layer).rglob("*.py")):
             parts = path.relative_to(root).with_suffix("").parts
             found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
@@ -229,7 +230,7 @@ def _listed(tree: ast.Module) -> list[str]:
 def passed_on(root: Path = REPO) -> list[str]:
     """``importer: module.name`` for each name imported from a module that does not define it,
     and ``module.__all__: name`` for each name a module lists but does not define."""
-    modules = _modules(root)
+    modules = _modules(root, (*LAYERS, "benchmarks"))
     trees = {m: _tree(p) for m, p in modules.items() if p.name != "__init__.py"}
     defined = {m: _defined(t) for m, t in trees.items()}
     found = [f"{m}.__all__: {n}" for m, t in sorted(trees.items()) for n in _listed(t) if n not in defined[m]]

@@ -26,12 +26,12 @@ from pathlib import Path
 
 from agents.trainers.hide_and_seek.generations import train_generations
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPOConfig
-from arena.training.hide_and_seek.evaluation import generation_key, rate_generations
+from arena.training.hide_and_seek.evaluation import rate_generations
 
 log = logging.getLogger(__name__)
 
 ROLES = ("hider", "seeker")
-__all__ = ["ROLES", "generation_key", "hide_and_seek_section", "rate_generations"]
+__all__ = ["ROLES", "hide_and_seek_section"]
 
 
 def hide_and_seek_section(

@@ -15,7 +15,8 @@ from agents.trainers.hide_and_seek.generations import train_generations
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig
 from arena.engine import play_matches
 from arena.engine.plan import plan_matches
-from benchmarks.support.hide_and_seek_learning import hide_and_seek_section, rate_generations
+from arena.training.hide_and_seek.evaluation import rate_generations
+from benchmarks.support.hide_and_seek_learning import hide_and_seek_section
 from envs.registry import get_spec
 
 ENV = "hide_and_seek-v0"
