@@ -23,6 +23,7 @@ from arena.snapshots.durable import FileSnapshotStore
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.storage.redis_server import connect_redis
 from arena.training.hide_and_seek.config import HideAndSeekLeagueConfig, default_v1_ppo
+from arena.training.hide_and_seek.evaluation import GenerationRatings, rate_generations
 from arena.training.hide_and_seek.league import HideAndSeekLeague
 from arena.training.hide_and_seek.state import STATE_FILE, STATE_VERSION
 from envs.hide_and_seek.curriculum import CurriculumState
@@ -65,6 +66,7 @@ def test_league_snapshots_both_populations_rates_them_and_resumes(redis_url: str
     # PFSP: each learner's table holds results against past generations of the other role.
     assert league.tables["hider"].opponents() and league.tables["seeker"].opponents()
     assert [row["generation"] for row in league.phase_table()] == [0, 1, 2]
+    _assert_rated_as_a_replay(league)
 
     again = HideAndSeekLeague(make_pool(redis_url, tmp_path), tmp_path, tiny())
     assert again.resumed and again.trainer.updates == league.trainer.updates
@@ -79,6 +81,24 @@ def test_league_snapshots_both_populations_rates_them_and_resumes(redis_url: str
     again.run(5.0, max_generations=4)
     assert [s.generation for s in again.generations] == [0, 1, 2, 3]
     assert again.trainer.updates == league.trainer.updates + 1
+    _assert_rated_as_a_replay(again)  # a resumed league rebuilds its ratings from the saved matches
+
+
+def _assert_rated_as_a_replay(league: HideAndSeekLeague) -> None:
+    """The ratings kept generation after generation are those of replaying every match."""
+    hiders, seekers = rate_generations(league.matches, len(league.generations))
+    assert [(s.hider_mu, s.hider_sigma, s.seeker_mu, s.seeker_sigma) for s in league.generations] == \
+        [(h.mu, h.sigma, k.mu, k.sigma) for h, k in zip(hiders, seekers, strict=True)]
+
+
+def test_generation_ratings_apply_each_match_once_in_order() -> None:
+    matches = [(g % 3, (g * 2) % 3, g % 3 - 1) for g in range(30)]
+    kept = GenerationRatings()
+    for end in (0, 7, 7, 19, 30):  # as a league's match list grows, generation by generation
+        kept.update(matches[:end])
+    assert kept.applied == 30 and kept.ratings(3) == rate_generations(matches, 3)
+    with pytest.raises(ValueError, match="fewer than the 30 already rated"):
+        kept.update(matches[:20])  # a list that is not the same one, grown
 
 
 SCRIPT = """

@@ -42,29 +42,63 @@ def generation_key(role: str, generation: int) -> str:
     return f"{role}-gen{generation}"
 
 
+class GenerationRatings:
+    """TrueSkill of every generation's hiders and seekers, kept as matches come in.
+
+    :meth:`update` applies only the matches not applied yet, in play order, to the book it
+    keeps: the ratings are those of replaying every match from the prior, without replaying
+    them at each generation (a league of hundreds of generations holds hundreds of thousands).
+
+    Args:
+        env: TrueSkill constants (default :class:`RatingEnv`'s).
+    """
+
+    def __init__(self, env: RatingEnv | None = None) -> None:
+        self.book = RatingBook(env or RatingEnv())
+        self.applied = 0
+        """how many of the matches passed to :meth:`update` the book holds"""
+
+    def update(self, matches: Sequence[tuple[int, int, int]]) -> None:
+        """Apply ``matches[applied:]``: ``matches`` is every match so far, the same list growing.
+
+        Args:
+            matches: ``(hider generation, seeker generation, winner)`` in play order;
+                winner 0 hiders, 1 seekers, -1 draw.
+        """
+        if len(matches) < self.applied:
+            raise ValueError(f"{len(matches)} matches, fewer than the {self.applied} already rated")
+        for hider_gen, seeker_gen, winner in matches[self.applied:]:
+            agents = [generation_key("hider", hider_gen), generation_key("seeker", seeker_gen)]
+            self.book.apply(agents, list(ROLES), None if winner < 0 else int(winner))
+        self.applied = len(matches)
+
+    def ratings(self, generations: int) -> tuple[list[Rating], list[Rating]]:
+        """``(hider ratings, seeker ratings)`` of generations ``0 .. generations-1``; a
+        generation that played no match keeps the prior."""
+        return (
+            [self.book.rating((generation_key("hider", g), "hider")) for g in range(generations)],
+            [self.book.rating((generation_key("seeker", g), "seeker")) for g in range(generations)],
+        )
+
+    def write(self, summaries: list[GenerationSummary]) -> None:
+        """Each generation's ratings per role into its summary."""
+        hiders, seekers = self.ratings(len(summaries))
+        for s, h, k in zip(summaries, hiders, seekers, strict=True):
+            s.hider_mu, s.hider_sigma, s.seeker_mu, s.seeker_sigma = h.mu, h.sigma, k.mu, k.sigma
+
+
 def rate_generations(
     matches: Sequence[tuple[int, int, int]], generations: int, env: RatingEnv | None = None
 ) -> tuple[list[Rating], list[Rating]]:
-    """TrueSkill of every generation's hiders and seekers from cross-generation matches.
-
-    Args:
-        matches: ``(hider generation, seeker generation, winner)`` in play order;
-            winner 0 hiders, 1 seekers, -1 draw.
-        generations: Number of generations (ratings are returned for ``0 .. n-1``).
-        env: TrueSkill constants (default :class:`RatingEnv`'s).
+    """TrueSkill of every generation's hiders and seekers from cross-generation matches, from
+    the prior (:class:`GenerationRatings` over ``matches`` at once).
 
     Returns:
-        ``(hider ratings, seeker ratings)``, one per generation; a generation that
-        played no match keeps the prior.
+        ``(hider ratings, seeker ratings)``, one per generation.
     """
-    book = RatingBook(env or RatingEnv())
-    for hider_gen, seeker_gen, winner in matches:
-        agents = [generation_key("hider", hider_gen), generation_key("seeker", seeker_gen)]
-        book.apply(agents, list(ROLES), None if winner < 0 else int(winner))
-    return (
-        [book.rating((generation_key("hider", g), "hider")) for g in range(generations)],
-        [book.rating((generation_key("seeker", g), "seeker")) for g in range(generations)],
-    )
+    ratings = GenerationRatings(env)
+    ratings.update(matches)
+    return ratings.ratings(generations)
 
 
 @dataclass
@@ -101,13 +135,6 @@ class GenerationSummary:
     exploiters: list[dict[str, Any]] = field(default_factory=list)
     """each exploiter's score against the mains in this generation, and whether it was frozen
     or reset (:class:`league.evaluation.phases.ExploiterEntry`)"""
-
-
-def rate(summaries: list[GenerationSummary], matches: Sequence[tuple[int, int, int]]) -> None:
-    """Write every generation's TrueSkill per role (from all evaluation matches) into its summary."""
-    hiders, seekers = rate_generations(matches, len(summaries))
-    for s, h, k in zip(summaries, hiders, seekers, strict=True):
-        s.hider_mu, s.hider_sigma, s.seeker_mu, s.seeker_sigma = h.mu, h.sigma, k.mu, k.sigma
 
 
 class GenerationEvaluator:

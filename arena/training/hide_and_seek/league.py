@@ -44,7 +44,12 @@ from typing import Any
 from agents.trainers.hide_and_seek.ppo import HideAndSeekPPO, HideAndSeekPPOConfig
 from arena.snapshots.pool import RedisSnapshotPool
 from arena.training.hide_and_seek.config import HideAndSeekLeagueConfig
-from arena.training.hide_and_seek.evaluation import GenerationEvaluator, GenerationSummary, TrainingRates, rate
+from arena.training.hide_and_seek.evaluation import (
+    GenerationEvaluator,
+    GenerationRatings,
+    GenerationSummary,
+    TrainingRates,
+)
 from arena.training.hide_and_seek.exploiters import ExploiterBook
 from arena.training.hide_and_seek.pools import RolePools
 from arena.training.hide_and_seek.state import read_state, read_tensors, write_state
@@ -89,6 +94,8 @@ class HideAndSeekLeague:
         self.evaluator = GenerationEvaluator(config.ppo, config.eval_episodes)
         self.generations: list[GenerationSummary] = []
         self.matches: list[tuple[int, int, int]] = []
+        self.ratings = GenerationRatings()
+        """TrueSkill of every generation from ``matches``, each applied once, in order"""
         self.train_seconds = 0.0
         self.curriculum = CurriculumState(*self.rule.shares({}))
         if saved is not None:
@@ -163,8 +170,10 @@ class HideAndSeekLeague:
         return summary
 
     def rate(self) -> None:
-        """TrueSkill per role of every generation from all evaluation matches so far."""
-        rate(self.generations, self.matches)
+        """TrueSkill per role of every generation from all evaluation matches so far (the ones
+        since the last call applied to the ratings kept: the same as replaying them all)."""
+        self.ratings.update(self.matches)
+        self.ratings.write(self.generations)
 
     def run(
         self,
@@ -249,4 +258,5 @@ class HideAndSeekLeague:
         self.train_seconds = saved["train_seconds"]
         self.role_pools.load_json({"tables": saved["tables"], "rng": saved["league_rng"]})
         self.matches = [tuple(m) for m in saved["matches"]]
+        self.ratings = GenerationRatings()  # rebuilt from the saved matches at the next rate()
         self.curriculum = CurriculumState(*saved["curriculum_shares"], float(saved["ramp_reach"]))
