@@ -257,6 +257,5 @@ class HideAndSeekLeague:
         t.load_counters({"updates": saved["updates"], "total_steps": saved["total_steps"], "rng": saved["trainer_rng"]})
         self.train_seconds = saved["train_seconds"]
         self.role_pools.load_json({"tables": saved["tables"], "rng": saved["league_rng"]})
-        self.matches = [tuple(m) for m in saved["matches"]]
-        self.ratings = GenerationRatings()  # rebuilt from the saved matches at the next rate()
+        self.matches = [tuple(m) for m in saved["matches"]]  # the fresh ratings apply them at the next rate()
         self.curriculum = CurriculumState(*saved["curriculum_shares"], float(saved["ramp_reach"]))
