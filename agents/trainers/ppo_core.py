@@ -144,6 +144,16 @@ def gae(
     return adv
 
 
+def take_rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """``x.index_select(0, idx)``, the same bytes; where ``x``'s rows are contiguous whole 8-byte
+    words (a bfloat16 observation row of 792 is 198 of them), they are copied as ``int64``: a
+    minibatch's gather of such rows took about 0.6x the time of the 2-byte elements' copy."""
+    if x.dim() < 2 or not len(x) or x.element_size() >= 8 or x[0].numel() * x.element_size() % 8 \
+            or not x.is_contiguous():
+        return x.index_select(0, idx)
+    return x.view(len(x), -1).view(torch.int64).index_select(0, idx).view(x.dtype).view(len(idx), *x.shape[1:])
+
+
 @dataclass
 class Samples:
     """One rollout's samples, flattened: row ``i`` is one decision."""
@@ -349,7 +359,8 @@ def ppo_update(
 
     Each pass shuffles the rows (``generator``: the trainer's stream, else torch's global
     one) and steps once per ``settings.minibatches`` split (as equal as the size allows).
-    ``flat``: step through :class:`FlatAdam` where ``optim`` allows (the same update, fewer calls);
+    ``flat``: step through :class:`FlatAdam` where ``optim`` allows and gather each minibatch's
+    rows with :func:`take_rows` (the same update, fewer and cheaper calls);
     then a model with a ``ppo_grads(obs, mask, act, old_logp, adv, ret, settings)`` method (the
     normalised advantages; it writes every parameter's gradient of the same loss and returns its
     three terms) is differentiated by that method instead of autograd.
@@ -369,7 +380,7 @@ def ppo_update(
         if samples.rows is not None:
             perm = samples.rows[perm]
         for idx in torch.tensor_split(perm, min(s.minibatches, size)):
-            obs, mask, act, old_logp, a, ret = (x.index_select(0, idx) for x in (
+            obs, mask, act, old_logp, a, ret = (take_rows(x, idx) if flat else x.index_select(0, idx) for x in (
                 samples.obs, samples.mask, samples.act, samples.logp, samples.adv, samples.ret))
             if fused is not None and manual:
                 fused.reattach()  # every gradient is written below, none accumulated

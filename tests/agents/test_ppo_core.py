@@ -24,6 +24,7 @@ from agents.trainers.ppo_core import (
     matmul_dtype,
     ppo_update,
     resolve_precision,
+    take_rows,
 )
 from agents.trainers.ppo_selfplay import PPOConfig
 
@@ -161,6 +162,21 @@ def test_both_trainers_name_the_split_alike() -> None:
     del old["minibatches"]
     old["minibatch_size"] = 2048
     assert HideAndSeekPPOConfig.from_dict(old).minibatches == 6
+
+
+def test_take_rows_is_index_select_for_every_layout() -> None:
+    """The minibatch gather copies rows of whole 8-byte words as such and everything else as
+    ``index_select`` does: the same tensor, dtype and shape in every case, the wide path included."""
+    idx = torch.tensor([5, 0, 5, 2])
+    cases = [torch.randn(6, 792).bfloat16(), torch.randn(6, 4, 8).bfloat16(),  # 8-byte rows: int64 words
+             torch.randn(6, 3).bfloat16(), torch.rand(6, 7) > 0.5, torch.randn(6), torch.randn(6, 2).double(),
+             torch.randn(8, 6).bfloat16().t(), torch.randn(0, 8).bfloat16()]
+    for x in cases:
+        rows = idx if len(x) else idx[:0]
+        got, want = take_rows(x, rows), x.index_select(0, rows)
+        assert got.dtype == want.dtype and got.shape == want.shape and torch.equal(got, want)
+    wide = torch.randn(6, 792).bfloat16()
+    assert take_rows(wide, idx).data_ptr() != wide.data_ptr()  # a copy, not a view of the source
 
 
 def test_samples_kept_by_rows_update_as_the_copied_ones() -> None:

@@ -301,12 +301,14 @@ class TeamModel(nn.Module):
         where autograd splits the gradient between them), the entropy's ``p (log p + 1)``. About
         sixty tensor calls per minibatch instead of autograd's graph of some two hundred."""
         n = row.shape[0]
-        acts, logits = self._mlp(self.actor, row[:, :self.obs_dim])
+        # the policy's terms action-major, (actions, n): a softmax over 7 actions along rows of n
+        # runs about 4x faster than along the last axis of (n, 7), and so do the sums below
+        acts, logits = self._mlp(self.actor, row[:, :self.obs_dim], head_t=True)
         vacts, value = self._mlp(self.critic, row)
         value = value.squeeze(-1)
-        lp = logits.masked_fill_(~mask, ILLEGAL_LOGIT)
-        lp -= lp.logsumexp(-1, keepdim=True)
-        logp = lp.gather(-1, act[:, None]).squeeze(-1)
+        illegal = mask.t().contiguous().logical_not_()
+        lp = torch.log_softmax(logits.masked_fill_(illegal, ILLEGAL_LOGIT), 0)
+        logp = lp.gather(0, act[None, :]).squeeze(0)
         ratio = (logp - old_logp).exp_()
         neg = -adv
         surr1, surr2 = neg * ratio, neg * ratio.clamp(1 - s.clip, 1 + s.clip)
@@ -314,20 +316,21 @@ class TeamModel(nn.Module):
         diff = value - ret
         vloss = 0.5 * (diff * diff).mean()
         probs = lp.exp()
-        ent = -(probs * lp).sum(-1).mean()
+        ent = -(probs * lp).sum(0).mean()
         # d loss / d log-probabilities: the entropy bonus's, then the surrogate's at the taken actions
         grad_lp = probs * (lp + 1.0)
         grad_lp *= s.ent_coef / n
-        grad_lp.scatter_add_(-1, act[:, None], torch.where(surr1 >= surr2, surr1, 0.0)[:, None].div_(n))
-        grad_logits = grad_lp - probs * grad_lp.sum(-1, keepdim=True)
-        grad_logits.masked_fill_(~mask, 0.0)
-        self._mlp_backward(self.actor, row[:, :self.obs_dim], acts, grad_logits)
+        grad_lp.scatter_add_(0, act[None, :], torch.where(surr1 >= surr2, surr1, 0.0)[None, :].div_(n))
+        grad_logits = grad_lp - probs * grad_lp.sum(0, keepdim=True)
+        grad_logits.masked_fill_(illegal, 0.0)
+        self._mlp_backward(self.actor, row[:, :self.obs_dim], acts, grad_logits, head_t=True)
         self._mlp_backward(self.critic, row, vacts, (diff * (s.vf_coef / n))[:, None])
         return pg, vloss, ent
 
-    def _mlp(self, net: nn.Module, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+    def _mlp(self, net: nn.Module, x: torch.Tensor, head_t: bool = False) -> tuple[list[torch.Tensor], torch.Tensor]:
         """``net(x, matmul_dtype)`` (:meth:`agents.nets.MLPNet.features` and its head), keeping every
-        hidden activation for :meth:`_mlp_backward`; ReLU networks only."""
+        hidden activation for :meth:`_mlp_backward`; ReLU networks only. ``head_t``: the head's output
+        transposed, ``(outputs, n)`` and contiguous."""
         first, *rest = net.trunk
         if self.matmul_dtype is None:
             h = nn.functional.linear(x, first.weight, first.bias)
@@ -337,17 +340,26 @@ class TeamModel(nn.Module):
         acts = [h.relu_()]
         for layer in rest:
             acts.append(nn.functional.linear(acts[-1], layer.weight, layer.bias).relu_())
+        if head_t:
+            return acts, torch.addmm(net.head.bias[:, None], net.head.weight, acts[-1].t())
         return acts, nn.functional.linear(acts[-1], net.head.weight, net.head.bias)
 
-    def _mlp_backward(self, net: nn.Module, x: torch.Tensor, acts: list[torch.Tensor], grad: torch.Tensor) -> None:
-        """Write the gradients of ``net``'s parameters given ``grad``, the loss's gradient at its output."""
+    def _mlp_backward(self, net: nn.Module, x: torch.Tensor, acts: list[torch.Tensor], grad: torch.Tensor,
+                      head_t: bool = False) -> None:
+        """Write the gradients of ``net``'s parameters given ``grad``, the loss's gradient at its output
+        (``head_t``: transposed, ``(outputs, n)``, as :meth:`_mlp` gives it)."""
         layers = [*net.trunk, net.head]
         for i in range(len(layers) - 1, 0, -1):
             layer, h = layers[i], acts[i - 1]
-            torch.mm(grad.t(), h, out=layer.weight.grad)
-            torch.sum(grad, 0, out=layer.bias.grad)
-            # an (n, 1) gradient (the critic's head) times the weight is an outer product: no matrix product
-            back = grad * layer.weight if grad.shape[1] == 1 else torch.mm(grad, layer.weight)
+            if head_t and i == len(layers) - 1:
+                torch.mm(grad, h, out=layer.weight.grad)
+                torch.sum(grad, 1, out=layer.bias.grad)
+                back = torch.mm(grad.t(), layer.weight)
+            else:
+                torch.mm(grad.t(), h, out=layer.weight.grad)
+                torch.sum(grad, 0, out=layer.bias.grad)
+                # an (n, 1) gradient (the critic's head) times the weight is an outer product: no matrix product
+                back = grad * layer.weight if grad.shape[1] == 1 else torch.mm(grad, layer.weight)
             grad = torch.ops.aten.threshold_backward(back, h, 0.0)  # ReLU's backward, as autograd's
         first = layers[0]
         if self.matmul_dtype is None:
