@@ -382,15 +382,14 @@ def ppo_update(
         for idx in torch.tensor_split(perm, min(s.minibatches, size)):
             obs, mask, act, old_logp, a, ret = (take_rows(x, idx) if flat else x.index_select(0, idx) for x in (
                 samples.obs, samples.mask, samples.act, samples.logp, samples.adv, samples.ret))
+            a = (a - a.mean()) / (a.std() + 1e-8)
             if fused is not None and manual:
                 fused.reattach()  # every gradient is written below, none accumulated
-                a = (a - a.mean()) / (a.std() + 1e-8)
                 pg, vloss, ent = model.ppo_grads(obs, mask, act, old_logp, a, ret, s)
                 fused.step(s.max_grad_norm)
                 continue
             dist, value = model(obs, mask)
             logp = dist.log_prob(act)
-            a = (a - a.mean()) / (a.std() + 1e-8)
             ratio = (logp - old_logp).exp()
             pg = torch.max(-a * ratio, -a * ratio.clamp(1 - s.clip, 1 + s.clip)).mean()
             vloss = 0.5 * ((value - ret) ** 2).mean()
